@@ -1,0 +1,60 @@
+#!/usr/bin/env python3
+"""Set-up and entry commands; needs nothing but Python.
+
+    python3 dev.py demo    install the linter into .venv and run fwdlint on fixtures/demo_project
+    python3 dev.py test    install everything the suite needs into .venv and run the whole suite
+
+Both are idempotent: the virtual environment is created once and reinstalled only when
+setup.cfg (or the requested extra) changes. Extra arguments are passed on (to fwdlint or pytest).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import subprocess
+import sys
+import venv
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent
+VENV = ROOT / ".venv"
+BIN = VENV / ("Scripts" if os.name == "nt" else "bin")
+PYTHON = BIN / ("python.exe" if os.name == "nt" else "python")
+
+
+def ensure_installed(extra: str) -> None:
+    target = f".[{extra}]" if extra else "."
+    digest = hashlib.sha256((ROOT / "setup.cfg").read_bytes() + target.encode()).hexdigest()
+    stamp = VENV / f".installed-{extra or 'base'}"
+    if stamp.exists() and stamp.read_text() == digest:
+        return
+    if not PYTHON.exists():
+        print(f"creating {VENV.name}/", flush=True)
+        venv.create(VENV, with_pip=True)
+    print(f"installing {target} into {VENV.name}/ (first run only)", flush=True)
+    pip = [str(PYTHON), "-m", "pip", "install", "--disable-pip-version-check", "-q"]
+    subprocess.run([*pip, "-e", target], cwd=ROOT, check=True)
+    stamp.write_text(digest)
+
+
+def main(argv: list[str]) -> int:
+    if not argv or argv[0] not in {"demo", "test"}:
+        print(__doc__.strip(), file=sys.stderr)
+        return 2
+    command, rest = argv[0], argv[1:]
+    if command == "demo":
+        ensure_installed("")
+        cmd = [str(BIN / "fwdlint"), *(rest or ["fixtures/demo_project"])]
+        print("$ fwdlint " + " ".join(cmd[1:]), flush=True)
+        code = subprocess.run(cmd, cwd=ROOT).returncode
+        if code == 1:
+            print("(exit status 1: fwdlint found the problems the demo project contains)")
+            return 0
+        return code
+    ensure_installed("test")
+    return subprocess.run([str(PYTHON), "-m", "pytest", *rest], cwd=ROOT).returncode
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

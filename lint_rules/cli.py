@@ -1,0 +1,80 @@
+"""``fwdlint``: the command-line front end (thin: parse options, call the engine, print).
+
+Exit status: 0 clean, 1 findings, 2 usage error or a file that could not be read or parsed
+(every other file is still checked and reported).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+from typing import Optional, Sequence
+
+from lint_rules import contract, report
+from lint_rules.discover import python_files
+from lint_rules.engine import analyse
+from lint_rules.project import Config
+from lint_rules.settings import read_config, split_list
+
+VERSION = "0.1.0"
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="fwdlint",
+        description="Find nn.Module methods that run forward computation behind the back of "
+                    "DDP, FSDP and Lightning Fabric.",
+    )
+    parser.add_argument("paths", nargs="*", help="files and directories to check (none: nothing to do)")
+    parser.add_argument("--select", help="comma-separated code prefixes to report (default: FWD)")
+    parser.add_argument("--ignore", help="comma-separated code prefixes not to report")
+    parser.add_argument("--exclude", help="comma-separated globs of files/directories to skip")
+    parser.add_argument("--format", choices=("text", "json"), default="text")
+    parser.add_argument("-j", "--jobs", type=int, default=1, help="parallel workers (0: one per CPU)")
+    parser.add_argument("--module-bases", help="extra base classes that are nn.Module subclasses")
+    parser.add_argument("--mark-decorators", help="extra decorator names that mark an entry point "
+                        f"(default: {', '.join(contract.DEFAULT_MARK_DECORATORS)})")
+    parser.add_argument("--version", action="version", version=f"fwdlint {VERSION}")
+    return parser
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    parser = _parser()
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exit_:
+        return int(exit_.code or 0) and 2
+    if args.jobs < 0:
+        parser.print_usage(sys.stderr)
+        print("fwdlint: error: -j must be 0 or more", file=sys.stderr)
+        return 2
+    settings = read_config(Path.cwd())
+
+    def option(name: str, default: tuple[str, ...] = ()) -> tuple[str, ...]:
+        value = getattr(args, name.replace("-", "_"))
+        return split_list(value) if value is not None else settings.get(name, default)
+
+    config = Config(
+        module_bases=option("module-bases"),
+        mark_decorators=option("mark-decorators", contract.DEFAULT_MARK_DECORATORS),
+    )
+    jobs = args.jobs or os.cpu_count() or 1
+    files = list(python_files(args.paths, option("exclude")))
+    result = analyse(files, config, select=option("select", ("FWD",)), ignore=option("ignore"), jobs=jobs)
+    if args.format == "json":
+        sys.stdout.write(report.as_json(result))
+        if result.errors:
+            sys.stderr.write(report.text(result)[1])
+    else:
+        out, err = report.text(result)
+        sys.stdout.write(out)
+        sys.stderr.write(err)
+    if result.errors:
+        return 2
+    return 1 if result.diagnostics else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

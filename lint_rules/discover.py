@@ -1,0 +1,43 @@
+"""Which files a run checks: recurse into directories, skip VCS/venv/cache folders and
+``--exclude`` globs; a file named on the command line is always read unless the user's own
+``--exclude`` names it."""
+
+from __future__ import annotations
+
+import fnmatch
+import os
+from typing import Iterator, Sequence
+
+DEFAULT_EXCLUDE = (".svn", "CVS", ".bzr", ".hg", ".git", "__pycache__", ".tox", ".nox", ".eggs", "*.egg",
+                   ".venv", "venv", ".mypy_cache", ".pytest_cache", "node_modules", "site-packages")
+
+
+def _matches(path: str, patterns: Sequence[str]) -> bool:
+    name = os.path.basename(path.rstrip(os.sep)) or path
+    return any(fnmatch.fnmatch(name, p) or fnmatch.fnmatch(path, p) or fnmatch.fnmatch(os.path.abspath(path), p)
+               for p in patterns)
+
+
+def _is_virtualenv(directory: str) -> bool:
+    return os.path.isfile(os.path.join(directory, "pyvenv.cfg"))
+
+
+def python_files(paths: Sequence[str], exclude: Sequence[str] = ()) -> Iterator[str]:
+    """Yield the files to check, in a stable order, as paths relative to how they were given."""
+    for given in paths:
+        if _matches(given, exclude):
+            continue
+        if not os.path.isdir(given):
+            yield given  # explicit files are read even if default rules would skip them
+            continue
+        for root, dirs, files in os.walk(given):
+            dirs[:] = sorted(
+                d for d in dirs
+                if not _matches(os.path.join(root, d), (*DEFAULT_EXCLUDE, *exclude))
+                and not _is_virtualenv(os.path.join(root, d))
+            )
+            for name in sorted(files):
+                full = os.path.join(root, name)
+                if name.endswith(".py") and not _matches(full, exclude):
+                    yield os.path.normpath(full)
+

@@ -1,0 +1,94 @@
+"""What one file says, as plain data: the output of the single LibCST pass over a file.
+
+Everything here is a frozen dataclass of strings, ints and tuples, so facts can cross process
+boundaries (``-j N``), be cached, and be shared by the CLI, the flake8 plugin and the fixer.
+Nothing in this module knows about other files: names are resolved through the file's own
+imports only; the project index (``project.py``) does the cross-file work.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+# Kinds of `Use`, i.e. of things a method body does that may be module computation.
+SELF_CALL = "self"  # self(...), self.forward(...), self.__call__(...), Cls.forward(self, ...)
+SUPER_CALL = "super"  # super().name(...): forward -> computation, else an edge to a base method
+ATTR_CALL = "attr"  # self.name(...): a method call (edge) or a submodule call
+SUB_CALL = "sub"  # self.name.forward(...), self.name[i](...), loop/alias over self.name, checkpoint(...)
+SUB_METHOD = "submethod"  # self.name.meth(...): computation if meth computes on name's class
+RESULT_CALL = "result"  # self.name()(...): calls what method `name` returns (get_encoder()(x))
+SUB_RESULT = "subresult"  # self.name.meth()(...): calls what a submodule's method returns
+DYNAMIC_CALL = "dynamic"  # getattr(self, computed_name)(...): dispatch by a name quoted in the file
+
+# Kinds of `Source`, i.e. of values assigned to a ``self.<attr>``.
+SRC_CALL = "call"  # result of calling `ref` (a class, a factory, X.from_pretrained)
+SRC_PARAM = "param"  # a parameter of the method; `ref` is its annotation ("" if none)
+SRC_PARAM_CALL = "paramcall"  # calling a parameter; `ref` is its default or annotation ("" if none)
+SRC_ATTR = "attr"  # another attribute of self; `ref` is its name
+SRC_MODULE = "module"  # registered through add_module/register_module: a module by contract
+SRC_ANNOTATION = "annotation"  # class-level annotation `enc: nn.Module`; `ref` is the annotation
+SRC_NOT_MODULE = "value"  # literal, lambda, list, tensor factory...: never a module
+SRC_UNKNOWN = "unknown"  # a value whose type the file does not tell
+
+
+@dataclass(frozen=True)
+class Use:
+    kind: str
+    name: str  # the attribute or method name ("" for SELF_CALL)
+    line: int
+    text: str  # how it is shown in an evidence chain, e.g. "self.enc(...)"
+    method: str = ""  # for SUB_METHOD: the method called on the submodule
+
+
+@dataclass(frozen=True)
+class Source:
+    kind: str
+    ref: str = ""
+
+
+@dataclass(frozen=True)
+class MethodFacts:
+    name: str
+    line: int  # 1-based line of the method's name in its ``def`` line
+    col: int  # 0-based column of the method's name
+    kind: str  # "method", "staticmethod", "classmethod", "property"
+    decorators: tuple[str, ...]  # dotted, resolved through imports where possible
+    uses: tuple[Use, ...]
+    returns: tuple[str, ...] = ()  # attributes returned as `return self.<attr>`
+
+
+@dataclass(frozen=True)
+class ClassFacts:
+    qualname: str  # "Outer.Inner" for nested classes
+    bases: tuple[str, ...]  # dotted, resolved through the file's imports
+    methods: tuple[MethodFacts, ...]
+    attrs: tuple[tuple[str, tuple[Source, ...]], ...]  # self.<attr> -> what was assigned to it
+
+
+@dataclass(frozen=True)
+class Mark:
+    """A run-time registration ``obj.mark_forward_method("name")`` or the FSDP2 equivalent."""
+
+    name: str
+    line: int
+
+
+@dataclass(frozen=True)
+class FileFacts:
+    path: str
+    module: str  # dotted module name derived from the path ("" if unknown)
+    imports: tuple[tuple[str, str], ...]  # local name -> dotted target ("pkg.mod.Name")
+    classes: tuple[ClassFacts, ...]
+    marks: tuple[Mark, ...]
+    # Lines carrying `# noqa` comments: line -> the codes as written ("" means every code).
+    noqa: tuple[tuple[int, str], ...] = field(default=())
+    # Private names quoted in strings ("_sample"): targets of dispatch through getattr.
+    quoted: tuple[str, ...] = field(default=())
+    # False when the text prefilter skipped the parse: no classes, no marks, imports unknown.
+    parsed: bool = True
+
+    def class_named(self, qualname: str) -> ClassFacts | None:
+        for cls in self.classes:
+            if cls.qualname == qualname:
+                return cls
+        return None

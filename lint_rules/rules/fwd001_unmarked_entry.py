@@ -1,0 +1,181 @@
+"""FWD001 unmarked-forward-entry: a module method runs forward computation but is not marked.
+
+Distributed wrappers (DDP, FSDP, Lightning Fabric) only see calls that go through the
+wrapper's ``forward``. A method such as ``generate`` that calls ``self(...)`` or a submodule
+runs the model behind the wrapper's back: under DDP gradients silently stop being synchronised
+across ranks, under FSDP1 parameters are still sharded ("mat2 must be a matrix"), Fabric raises
+only at run time. Mark such methods so ``runtime_shim`` (or Fabric) routes them through the wrapper::
+
+    from runtime_shim import forward_entry
+
+    class GPT(nn.Module):
+        @forward_entry
+        def generate(self, idx): ...
+
+or, for classes you cannot edit, ``model.mark_forward_method("generate")`` after
+``model = fabric.setup(model)`` (``register_fsdp_forward_method(model, "generate")`` for FSDP2).
+
+What is checked
+    Classes deriving from ``nn.Module`` (any import style or alias), ``LightningModule``
+    (``lightning``, ``lightning.pytorch``, ``pytorch_lightning``), known library bases
+    (``PreTrainedModel``, ``ModelMixin``), the ``module-bases`` option, and classes deriving from
+    any of these in the analysed project, across files. Plain classes that an analysed module
+    class inherits (mixins such as ``GenerationMixin``) are checked too: their methods run on
+    modules.
+
+What counts as computation
+    ``self(...)``, ``self.forward(...)``, ``self.__call__(...)``, ``super().forward(...)``; calling a
+    submodule: ``self.enc(x)``, ``self.enc.forward(x)``, ``self.blocks[i](x)``,
+    ``for blk in self.blocks: blk(x)``, ``self.heads["a"](x)``, ``m = self.enc; m(x)``,
+    ``checkpoint(self.block, x)``; calling a computing method of a submodule
+    (``self.vae.encode(x)``). Reached directly or through other methods of the class and its
+    bases (any depth, recursion allowed), including nested functions, lambdas and
+    comprehensions. See ``lint_rules/computation.py`` for what makes an attribute a submodule;
+    notably an attribute assigned from an unannotated constructor argument (``self.net = net``)
+    counts only if the class's own ``forward`` calls it.
+
+Never reported
+    ``forward``, ``__call__`` and other dunders; static and class methods; properties (they
+    cannot be routed); ``training_step``/``validation_step``/``test_step``/``predict_step`` on
+    LightningModule subclasses (Lightning routes them); private helpers (leading underscore)
+    called from another method of the class, its bases or subclasses; marked methods:
+    decorated ``@forward_entry`` (any import style) or with a name from ``mark-decorators``
+    (default ``inference_entry``), or registered by name anywhere in the analysed files with
+    ``<obj>.mark_forward_method("name")``, ``<obj>.mark_forward_method(<obj>.name)`` or
+    ``register_fsdp_forward_method(<obj>, "name")``.
+
+Public helpers called from forward (timm's ``forward_features``, a VAE's ``encode``) are
+reported: they are public API, and calling them on a wrapped model bypasses the wrapper just
+the same. Functional use of a module's own parameters (``F.linear(x, self.weight)``) is not
+detected.
+"""
+
+from __future__ import annotations
+
+from typing import Iterator
+
+from lint_rules import contract
+from lint_rules.computation import analysis_for
+from lint_rules.diagnostics import Diagnostic
+from lint_rules.facts import FileFacts, MethodFacts
+from lint_rules.project import ClassRef, ProjectIndex
+from lint_rules.rules.base import Invalid, Valid
+
+CODE = "FWD001"
+NAME = "unmarked-forward-entry"
+
+VALID = (
+    Valid("""
+import torch.nn as nn
+from runtime_shim import forward_entry
+
+class GPT(nn.Module):
+    def forward(self, x):
+        return self.head(x)
+
+    @forward_entry
+    def generate(self, x):
+        return self(x)
+"""),
+    Valid("""
+import lightning as L
+
+class Lit(L.LightningModule):
+    def training_step(self, batch, idx):
+        return self(batch)
+
+    def _shared(self, x):
+        return self(x)
+
+    def validation_step(self, batch, idx):
+        return self._shared(batch)
+"""),
+    Valid("""
+import torch.nn as nn
+
+class Net(nn.Module):
+    def __init__(self, tokenizer):
+        super().__init__()
+        self.tokenizer = tokenizer
+        self.proj = nn.Linear(2, 2)
+
+    def reset(self):
+        self.proj.reset_parameters()
+
+    def tokenize(self, text):
+        return self.tokenizer(text)
+"""),
+    Valid("""
+class NotAModule:
+    def generate(self, x):
+        return self(x)
+"""),
+)
+
+INVALID = (
+    Invalid("""
+import torch.nn as nn
+
+class GPT(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.blocks = nn.ModuleList([nn.Linear(2, 2)])
+
+    def forward(self, x):
+        return x
+
+    def generate(self, x):
+        return self._sample(x)
+
+    def _sample(self, x):
+        for blk in self.blocks:
+            x = blk(x)
+        return x
+""", ("GPT.generate",)),
+    Invalid("""
+from torch import nn
+
+class VAE(nn.Module):
+    def __init__(self, enc: nn.Module):
+        super().__init__()
+        self.enc = enc
+
+    def encode(self, x):
+        return self.enc.forward(x)
+
+    @property
+    def latent(self):
+        return self.enc(None)
+""", ("VAE.encode",)),
+)
+
+
+def _exempt(method: MethodFacts, lightning: bool) -> bool:
+    return (
+        method.kind != "method"
+        or method.name in contract.NEVER_ENTRY
+        or contract.is_dunder(method.name)
+        or (lightning and method.name in contract.LIGHTNING_STEP_METHODS)
+    )
+
+
+def check(index: ProjectIndex, facts: FileFacts) -> Iterator[Diagnostic]:
+    for cls in facts.classes:
+        ref = ClassRef(facts, cls)
+        if not (index.is_module_class(ref) or index.is_module_mixin(ref)):
+            continue
+        analysis = analysis_for(index, ref)
+        lightning = index.is_lightning_class(ref)
+        called: set[str] | None = None
+        for method in cls.methods:
+            if _exempt(method, lightning) or index.is_marked(method):
+                continue
+            chain = analysis.chain(method.name)
+            if chain is None:
+                continue
+            if method.name.startswith("_"):
+                called = analysis.called_names() if called is None else called
+                if method.name in called:
+                    continue
+            message = contract.unmarked_entry_message(cls.qualname, method.name, contract.format_chain(chain))
+            yield Diagnostic(facts.path, method.line, method.col, CODE, message, f"{cls.qualname}.{method.name}")

@@ -1,0 +1,118 @@
+"""fwdlint's command-line contract: exit codes, bad input, selection, discovery, formats, -j."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+from conftest import FIXTURES
+from fixture_cases import cli_json, run_cli
+
+FWD001 = FIXTURES / "fwd001"
+BAD_MODULE = "import torch.nn as nn\n\nclass M(nn.Module):\n    def gen(self, x):\n        return self(x)\n"
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    (tmp_path / "good.py").write_text(BAD_MODULE)
+    (tmp_path / "clean.py").write_text("x = 1\n")
+    return tmp_path
+
+
+def test_exit_codes(project: Path) -> None:
+    assert run_cli(project, "clean.py").returncode == 0
+    found = run_cli(project, "good.py")
+    assert found.returncode == 1
+    assert found.stdout == (
+        "good.py:4:9: FWD001 M.gen runs the module's forward computation outside forward (gen -> self(...) "
+        "at line 5) but is not marked as a forward entry point; decorate it with @forward_entry or call "
+        "model.mark_forward_method('gen') after fabric.setup()\n"
+    )
+
+
+def test_no_paths_is_clean(project: Path) -> None:
+    proc = run_cli(project)
+    assert (proc.returncode, proc.stdout, proc.stderr) == (0, "", "")
+
+
+def test_unparsable_and_undecodable_files_are_reported_and_the_rest_checked(project: Path) -> None:
+    (project / "broken.py").write_text("class M(nn.Module):\n    def f(self:\n")
+    (project / "latin1.py").write_bytes(b"x = '\xe9'\n")
+    (project / "missing_dir").mkdir()
+    proc = run_cli(project, "broken.py", "latin1.py", "good.py", "nonexistent.py")
+    assert proc.returncode == 2
+    assert "good.py:4:9: FWD001" in proc.stdout
+    errors = proc.stderr.splitlines()
+    assert len(errors) == 3, proc.stderr
+    assert errors[0].startswith("broken.py: error: syntax error at line")
+    assert errors[1].startswith("latin1.py: error: cannot decode")
+    assert errors[2].startswith("nonexistent.py: error: cannot read")
+    assert "Traceback" not in proc.stderr
+
+
+def test_json_errors_and_schema(project: Path) -> None:
+    (project / "broken.py").write_text("class A:\n    def (:\n")
+    code, payload = cli_json(project, ".")
+    assert code == 2
+    assert set(payload) == {"version", "diagnostics", "errors"}
+    assert payload["errors"] == [{"path": "broken.py", "message": payload["errors"][0]["message"]}]
+    [diagnostic] = payload["diagnostics"]
+    assert diagnostic == {
+        "path": "good.py", "line": 4, "col": 9, "code": "FWD001", "symbol": "M.gen",
+        "message": diagnostic["message"],
+    }
+
+
+def test_select_and_ignore(project: Path) -> None:
+    assert run_cli(project, "--select", "FWD", "good.py").returncode == 1
+    assert run_cli(project, "--select", "FWD001", "good.py").returncode == 1
+    assert run_cli(project, "--select", "E", "good.py").returncode == 0
+    assert run_cli(project, "--ignore", "FWD001", "good.py").returncode == 0
+    assert run_cli(project, "--ignore", "FWD", "good.py").returncode == 0
+    assert run_cli(project, "--select", "FWD001", "--ignore", "FWD", "good.py").returncode == 1
+
+
+def test_config_file_settings(project: Path) -> None:
+    (project / "setup.cfg").write_text("[fwdlint]\nignore = FWD001\n")
+    assert run_cli(project, "good.py").returncode == 0
+    assert run_cli(project, "--ignore", "", "good.py").returncode == 1
+
+
+def test_discovery_skips_vcs_venv_and_excluded(project: Path) -> None:
+    for folder in (".git", "venv_custom", "build_out", "__pycache__"):
+        (project / folder).mkdir()
+        (project / folder / "inner.py").write_text(BAD_MODULE)
+    (project / "venv_custom" / "pyvenv.cfg").write_text("home = /usr\n")
+    code, payload = cli_json(project, ".", "--exclude", "build_*")
+    assert code == 1
+    assert [d["path"] for d in payload["diagnostics"]] == ["good.py"]
+    # A file named explicitly is read even where recursion would skip it...
+    code, payload = cli_json(project, os.path.join(".git", "inner.py"))
+    assert code == 1 and len(payload["diagnostics"]) == 1
+    # ...unless the user's own --exclude names it.
+    assert run_cli(project, "--exclude", "good.py", "good.py").returncode == 0
+
+
+def test_parallel_gives_identical_output(tmp_path: Path) -> None:
+    shutil.copytree(FWD001, tmp_path / "fixtures")
+    serial = run_cli(tmp_path / "fixtures", "--format", "json", "-j", "1", ".")
+    parallel = run_cli(tmp_path / "fixtures", "--format", "json", "-j", "2", ".")
+    assert serial.returncode == parallel.returncode == 1
+    assert serial.stdout == parallel.stdout
+    assert len(json.loads(serial.stdout)["diagnostics"]) > 50
+
+
+def test_usage_errors(project: Path) -> None:
+    assert run_cli(project, "--format", "xml").returncode == 2
+    assert run_cli(project, "-j", "-1", "good.py").returncode == 2
+    assert run_cli(project, "--no-such-option").returncode == 2
+
+
+def test_prefilter_skips_files_that_cannot_matter(project: Path) -> None:
+    """A file with no class and no registration is not parsed at all (speed); its syntax
+    errors are left to Python and flake8."""
+    (project / "no_classes.py").write_text("def (:\n")
+    assert run_cli(project, "no_classes.py").returncode == 0

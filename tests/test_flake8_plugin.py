@@ -1,0 +1,63 @@
+"""The flake8 adapter: gating on --select, syntax errors, options, noqa as flake8 applies it."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+import pytest
+from conftest import FIXTURES
+from fixture_cases import flake8_rows, run_flake8
+
+from lint_rules import engine
+from lint_rules.flake8_plugin import Plugin
+
+SOURCE = "import torch.nn as nn\n\nclass M(nn.Module):\n    def gen(self, x):\n        return self(x)\n"
+
+
+def _options(**overrides: object) -> argparse.Namespace:
+    values = dict(select=None, extend_select=None, ignore=None, extend_ignore=None,
+                  extended_default_select=["FWD", "E", "F", "W", "C90"], extended_default_ignore=[],
+                  fwd_module_bases=[], fwd_mark_decorators=["inference_entry"], filenames=[])
+    values.update(overrides)
+    return argparse.Namespace(**values)
+
+
+def test_plugin_does_no_parsing_when_fwd_is_not_selected(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    calls: list[str] = []
+    monkeypatch.setattr(engine, "extract", lambda *a, **k: calls.append("parsed"))
+    Plugin.parse_options(_options(select=["E", "W", "C90"], filenames=[str(tmp_path)]))
+    assert list(Plugin(None, SOURCE.splitlines(True), "m.py").run()) == []
+    assert calls == []
+
+
+def test_plugin_reports_with_zero_based_columns(tmp_path: Path) -> None:
+    Plugin.parse_options(_options(filenames=[str(tmp_path)]))
+    [(line, col, text, kind)] = list(Plugin(None, SOURCE.splitlines(True), "m.py").run())
+    assert (line, col, kind) == (4, 8, Plugin)
+    assert text.startswith("FWD001 M.gen runs")
+
+
+def test_real_flake8_selects_reports_and_gates(tmp_path: Path) -> None:
+    (tmp_path / "m.py").write_text(SOURCE)
+    rows = flake8_rows(run_flake8(tmp_path, "--select", "FWD", "m.py"))
+    assert [(p, r, c, code) for p, r, c, code, _ in rows] == [("m.py", 4, 9, "FWD001")]
+    # flake8 matches prefixes, so "--select F" selects FWD too; "E,W" does not.
+    assert "FWD001" in run_flake8(tmp_path, "--select", "E,F,W", "m.py").stdout
+    assert "FWD001" not in run_flake8(tmp_path, "--select", "E,W", "m.py").stdout
+    assert run_flake8(tmp_path, "--extend-ignore", "FWD001", "--select", "FWD", "m.py").stdout == ""
+
+
+def test_flake8_syntax_error_does_not_crash(tmp_path: Path) -> None:
+    (tmp_path / "broken.py").write_text("class M(nn.Module):\n    def f(self:\n")
+    (tmp_path / "m.py").write_text(SOURCE)
+    proc = run_flake8(tmp_path, "--select", "FWD,E9", ".")
+    assert proc.returncode == 1
+    codes = sorted(code for _, _, _, code, _ in flake8_rows(proc))
+    assert codes == ["E999", "FWD001"]
+    assert "Traceback" not in proc.stderr
+
+
+def test_flake8_reads_options_from_config() -> None:
+    rows = flake8_rows(run_flake8(FIXTURES / "fwd001" / "configured", "--select", "FWD", "."))
+    assert [(p, r) for p, r, *_ in rows] == [("model.py", 8)]
