@@ -19,8 +19,9 @@ from dataclasses import dataclass, field
 from typing import Optional
 
 from lint_rules.facts import (
-    ATTR_CALL, DYNAMIC_CALL, RESULT_CALL, SELF_CALL, SUB_RESULT, SRC_ANNOTATION, SRC_ATTR, SRC_CALL, SRC_MODULE, SRC_NOT_MODULE,
-    SRC_PARAM, SRC_PARAM_CALL, SUB_CALL, SUB_METHOD, SUPER_CALL, MethodFacts, Source,
+    ATTR_CALL, DYNAMIC_CALL, RESULT_CALL, SELF_CALL, SRC_ANNOTATION, SRC_ATTR, SRC_CALL, SRC_MODULE,
+    SRC_NOT_MODULE, SRC_PARAM, SRC_PARAM_CALL, SUB_CALL, SUB_METHOD, SUB_RESULT, SUPER_CALL, MethodFacts,
+    Source,
 )
 from lint_rules.project import ClassRef, ProjectIndex
 
@@ -126,11 +127,11 @@ class ClassAnalysis:
             return verdict
         return None
 
-    def submodule_class(self, attr: str) -> Optional[ClassRef]:
+    def submodule_class(self, attr: str, load: bool = True) -> Optional[ClassRef]:
         for item, src in self.sources(attr):
             if src.kind in (SRC_CALL, SRC_PARAM, SRC_ANNOTATION, SRC_PARAM_CALL) and not src.ref.endswith(
                     _FACTORY_SUFFIXES):
-                found = self.index.find_class(src.ref, item.file)
+                found = self.index.find_class(src.ref, item.file, load=load)
                 if found is not None:
                     return found
         return None
@@ -176,9 +177,8 @@ class ClassAnalysis:
             elif use.kind == SUB_CALL:
                 if self.is_submodule(use.name):
                     return [method.name, evidence]
-            elif use.kind == SUB_METHOD and self.is_submodule(use.name):
-                if self._submethod_computes(use.name, use.method):
-                    return [method.name, evidence]
+            elif use.kind == SUB_METHOD and self._submethod_computes(use.name, use.method):
+                return [method.name, evidence]
             elif use.kind == RESULT_CALL and self._getter_returns_submodule(use.name):
                 return [method.name, evidence]
             elif use.kind == SUB_RESULT and _MODULE_GETTER.fullmatch(use.method) and self.is_submodule(use.name):
@@ -203,12 +203,18 @@ class ClassAnalysis:
         return sorted(name for name in quoted if name in self._methods)
 
     def _submethod_computes(self, attr: str, method: str) -> bool:
-        target = self.submodule_class(attr)
+        """``self.attr.method(...)``. The attribute's class is looked up among files already
+        read unless the name is a known entry method or forward calls the attribute: reading
+        files to learn what ``self.config.to_dict()`` is would dominate the run time."""
+        known_entry = method in ENTRY_METHOD_NAMES
+        target = self.submodule_class(attr, load=known_entry or attr in self.calls_in_forward())
+        if (target is None and not known_entry) or not self.is_submodule(attr):
+            return False
         if target is None or target.key == self.ref.key:
-            return method in ENTRY_METHOD_NAMES
+            return known_entry
         analysis = analysis_for(self.index, target)
         if analysis.lookup(method) is None:
-            return method in ENTRY_METHOD_NAMES
+            return known_entry
         return analysis.chain(method) is not None
 
     # -- who calls whom --------------------------------------------------------------------

@@ -40,4 +40,3 @@ def python_files(paths: Sequence[str], exclude: Sequence[str] = ()) -> Iterator[
                 full = os.path.join(root, name)
                 if name.endswith(".py") and not _matches(full, exclude):
                     yield os.path.normpath(full)
-

@@ -70,7 +70,7 @@ class ProjectIndex:
     analyses: dict[tuple[str, str], object] = field(default_factory=dict)  # computation.ClassAnalysis
     _module_cache: dict[tuple[str, str], bool] = field(default_factory=dict)
     _mro_cache: dict[tuple[str, str], list[ClassRef]] = field(default_factory=dict)
-    _subclasses: Optional[dict[tuple[str, str], list[ClassRef]]] = None
+    _subclasses: Optional[dict[str, list[ClassRef]]] = None  # last name of a base -> classes
 
     def add(self, facts: FileFacts, root: Optional[Path] = None) -> None:
         """Add an analysed file (its marks count project-wide)."""
@@ -209,16 +209,30 @@ class ProjectIndex:
         return order
 
     def subclasses(self, ref: ClassRef) -> list[ClassRef]:
-        """Analysed classes that have ``ref`` among their bases (any depth)."""
+        """Analysed classes that have ``ref`` among their bases (any depth).
+
+        Candidates are found by the last name of their bases first, so only classes that can
+        be subclasses get their bases resolved (resolving may read other files)."""
         if self._subclasses is None:
-            table: dict[tuple[str, str], list[ClassRef]] = {}
+            by_name: dict[str, list[ClassRef]] = {}
             for facts in self.files.values():
                 for cls in facts.classes:
-                    sub = ClassRef(facts, cls)
-                    for base in self.mro(sub)[1:]:
-                        table.setdefault(base.key, []).append(sub)
-            self._subclasses = table
-        return self._subclasses.get(ref.key, [])
+                    for base in cls.bases:
+                        by_name.setdefault(base.rpartition(".")[2], []).append(ClassRef(facts, cls))
+            self._subclasses = by_name
+        found: list[ClassRef] = []
+        seen = {ref.key}
+        frontier = [ref]
+        while frontier:
+            target = frontier.pop()
+            for candidate in self._subclasses.get(target.cls.qualname.rpartition(".")[2], ()):
+                if candidate.key in seen:
+                    continue
+                if any(item.key == target.key for item in self.mro(candidate)[1:]):
+                    seen.add(candidate.key)
+                    found.append(candidate)
+                    frontier.append(candidate)
+        return found
 
     def is_module_mixin(self, ref: ClassRef) -> bool:
         """A plain class that an analysed nn.Module subclass inherits (e.g. GenerationMixin)."""
@@ -230,4 +244,3 @@ class ProjectIndex:
             return True
         names = (contract.DECORATOR_NAME, *self.config.mark_decorators)
         return any(any(self._configured(d, n) for n in names) for d in method.decorators)
-

@@ -57,11 +57,12 @@ from typing import Iterator
 from lint_rules import contract
 from lint_rules.computation import analysis_for
 from lint_rules.diagnostics import Diagnostic
-from lint_rules.facts import FileFacts, MethodFacts
+from lint_rules.facts import DYNAMIC_CALL, SELF_CALL, SUPER_CALL, ClassFacts, FileFacts, MethodFacts
 from lint_rules.project import ClassRef, ProjectIndex
 from lint_rules.rules.base import Invalid, Valid
 
 CODE = "FWD001"
+_MIXIN_EVIDENCE = frozenset({SELF_CALL, SUPER_CALL, DYNAMIC_CALL})
 NAME = "unmarked-forward-entry"
 
 VALID = (
@@ -159,10 +160,16 @@ def _exempt(method: MethodFacts, lightning: bool) -> bool:
     )
 
 
+def _may_compute_alone(cls: ClassFacts) -> bool:
+    """A plain class can only hold an entry point if it calls ``self`` itself (a mixin such as
+    GenerationMixin); checking this first spares resolving every class's subclasses."""
+    return any(use.kind in _MIXIN_EVIDENCE for method in cls.methods for use in method.uses)
+
+
 def check(index: ProjectIndex, facts: FileFacts) -> Iterator[Diagnostic]:
     for cls in facts.classes:
         ref = ClassRef(facts, cls)
-        if not (index.is_module_class(ref) or index.is_module_mixin(ref)):
+        if not (index.is_module_class(ref) or (_may_compute_alone(cls) and index.is_module_mixin(ref))):
             continue
         analysis = analysis_for(index, ref)
         lightning = index.is_lightning_class(ref)
