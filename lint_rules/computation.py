@@ -19,10 +19,11 @@ from dataclasses import dataclass, field
 from typing import Optional
 
 from lint_rules.facts import (
-    ATTR_CALL, DYNAMIC_CALL, RESULT_CALL, SELF_CALL, SRC_ANNOTATION, SRC_ATTR, SRC_CALL, SRC_MODULE,
+    ATTR_CALL, DELEGATE_CALL, DYNAMIC_CALL, RESULT_CALL, SELF_CALL, SRC_ANNOTATION, SRC_ATTR, SRC_CALL, SRC_MODULE,
     SRC_NOT_MODULE, SRC_PARAM, SRC_PARAM_CALL, SUB_CALL, SUB_METHOD, SUB_RESULT, SUPER_CALL, MethodFacts,
     Source,
 )
+from lint_rules import contract
 from lint_rules.project import ClassRef, ProjectIndex
 
 _FORWARD_NAMES = frozenset({"forward", "__call__"})
@@ -51,7 +52,7 @@ class ClassAnalysis:
     ref: ClassRef
     mro: list[ClassRef] = field(init=False)
     _methods: dict[str, tuple[int, MethodFacts]] = field(init=False)
-    _chains: dict[tuple[int, str], Optional[Chain]] = field(default_factory=dict)
+    _chains: dict[tuple[int, str, str], Optional[Chain]] = field(default_factory=dict)
     _submodule: dict[str, bool] = field(default_factory=dict)
     _forward_calls: Optional[set[str]] = None
 
@@ -143,7 +144,7 @@ class ClassAnalysis:
         return self._chain(found[0], found[1]) if found else None
 
     def _chain(self, position: int, method: MethodFacts) -> Optional[Chain]:
-        key = (position, method.name)
+        key = (position, method.name, method.kind)
         if key in self._chains:
             return self._chains[key]
         self._chains[key] = None  # cycle guard: recursion adds no evidence
@@ -183,6 +184,11 @@ class ClassAnalysis:
                 return [method.name, evidence]
             elif use.kind == SUB_RESULT and _MODULE_GETTER.fullmatch(use.method) and self.is_submodule(use.name):
                 return [method.name, evidence]
+            elif use.kind == DELEGATE_CALL:
+                function = self.mro[position].file.delegate(use.name, int(use.method))
+                inner = self._chain(position, function) if function is not None else None
+                if inner:
+                    return [method.name, *inner]
             elif use.kind == DYNAMIC_CALL:
                 for name in self.quoted_methods():
                     if name != method.name:
@@ -206,6 +212,8 @@ class ClassAnalysis:
         """``self.attr.method(...)``. The attribute's class is looked up among files already
         read unless the name is a known entry method or forward calls the attribute: reading
         files to learn what ``self.config.to_dict()`` is would dominate the run time."""
+        if method in contract.LIGHTNING_STEP_METHODS and self._holds_lightning_module(attr):
+            return True  # whatever LightningModule it holds, its step runs the model
         known_entry = method in ENTRY_METHOD_NAMES
         target = self.submodule_class(attr, load=known_entry or attr in self.calls_in_forward())
         if (target is None and not known_entry) or not self.is_submodule(attr):
@@ -216,6 +224,17 @@ class ClassAnalysis:
         if analysis.lookup(method) is None:
             return known_entry
         return analysis.chain(method) is not None
+
+    def _holds_lightning_module(self, attr: str) -> bool:
+        if not self.is_submodule(attr):
+            return False
+        for item, src in self.sources(attr):
+            if src.ref.rpartition(".")[2] == "LightningModule":
+                return True
+            found = self.index.find_class(src.ref, item.file, load=False) if src.ref else None
+            if found is not None and self.index.is_lightning_class(found):
+                return True
+        return False
 
     # -- who calls whom --------------------------------------------------------------------
     def called_names(self) -> set[str]:

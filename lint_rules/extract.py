@@ -14,7 +14,7 @@ import libcst as cst
 
 from lint_rules import contract
 from lint_rules.cst_walk import dotted_name, nested_statements, statements, string_value
-from lint_rules.facts import SRC_ANNOTATION, SRC_MODULE, ClassFacts, FileFacts, Mark, MethodFacts, Source, Use
+from lint_rules.facts import DELEGATE_CALL, SRC_ANNOTATION, SRC_MODULE, ClassFacts, FileFacts, Mark, MethodFacts, Source, Use
 from lint_rules.method_scan import MethodScan
 from lint_rules.positions import def_positions, node_positions
 
@@ -43,6 +43,7 @@ class FileScan:
         self.stars: list[str] = []
         self.top_classes: set[str] = set()
         self.def_names: list[cst.FunctionDef] = []
+        self.functions: dict[str, cst.FunctionDef] = {}  # module-level functions by name
         self.classes: list[tuple[cst.ClassDef, str, list, list, list]] = []
         self.marks: list[tuple[cst.CSTNode, str]] = []
         self.mark_text = contract.MARK_METHOD_CALL in source or contract.FSDP_REGISTER_CALL in source
@@ -143,6 +144,8 @@ class FileScan:
                 self.scan_class(stmt, prefix)  # type: ignore[arg-type]
             elif kind is cst.FunctionDef:
                 self.def_names.append(stmt)  # type: ignore[arg-type]
+                if not prefix:
+                    self.functions[stmt.name.value] = stmt  # type: ignore[attr-defined]
                 inner = f"{prefix}{stmt.name.value}.<locals>."  # type: ignore[attr-defined]
                 if self.mark_text:
                     MethodScan(self, None, {}, inner).scan(stmt.body)  # type: ignore[attr-defined]
@@ -236,11 +239,35 @@ class FileScan:
                 attrs=tuple((k, tuple(dict.fromkeys(v))) for k, v in merged.items()),
             ))
         imports = tuple(self.imports.items()) + tuple(("*", star) for star in self.stars)
+        delegates = self.delegates(def_pos, module_node, locate)
         mark_pos = node_positions(module_node, [n for n, _ in self.marks], module_node) if self.marks else {}
         marks = tuple(Mark(name, mark_pos[node][0]) for node, name in self.marks)
         return FileFacts(path=path, module=self.module, imports=imports, classes=tuple(classes),
                          marks=marks, noqa=_noqa_lines(self.source),
-                         quoted=tuple(sorted(set(_QUOTED_PRIVATE_RE.findall(self.source)))))
+                         quoted=tuple(sorted(set(_QUOTED_PRIVATE_RE.findall(self.source)))),
+                         delegates=delegates)
+
+    def delegates(self, def_pos: dict, module_node: cst.Module, locate: bool) -> tuple[tuple[int, MethodFacts], ...]:
+        """Read the module-level functions that methods pass ``self`` to, with that parameter
+        standing for self (SpeechT5's ``generate`` is ``return _generate_speech(self, ...)``)."""
+        wanted = {(use.name, int(use.method)) for *_, methods, _ in self.classes
+                  for method in methods for _, use in method[3] if use.kind == DELEGATE_CALL}
+        found = []
+        for name, position in sorted(wanted):
+            fn = self.functions.get(name)
+            params = [*fn.params.posonly_params, *fn.params.params] if fn is not None else []
+            if position >= len(params):
+                continue
+            self_name = params[position].name.value
+            others = {p.name.value: p for p in [*params, *fn.params.kwonly_params] if p.name.value != self_name}
+            scan = MethodScan(self, self_name, others, f"{name}.<locals>.")
+            scan.scan(fn.body)
+            scan.resolve_local_calls()
+            uses = _located(fn, "method", scan.uses, def_pos[fn][0], module_node) if locate else tuple(
+                use for _, use in scan.uses)
+            kind = f"delegate:{position}"  # distinct per position: analysed once per self parameter
+            found.append((position, MethodFacts(name, def_pos[fn][0], def_pos[fn][1], kind, (), uses)))
+        return tuple(found)
 
 
 def _decorator_callee(decorator: cst.Decorator) -> cst.BaseExpression:

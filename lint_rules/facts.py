@@ -18,6 +18,7 @@ SUB_CALL = "sub"  # self.name.forward(...), self.name[i](...), loop/alias over s
 SUB_METHOD = "submethod"  # self.name.meth(...): computation if meth computes on name's class
 RESULT_CALL = "result"  # self.name()(...): calls what method `name` returns (get_encoder()(x))
 SUB_RESULT = "subresult"  # self.name.meth()(...): calls what a submodule's method returns
+DELEGATE_CALL = "delegate"  # helper(self, ...): a function of the same file that gets self; method = position
 DYNAMIC_CALL = "dynamic"  # getattr(self, computed_name)(...): dispatch by a name quoted in the file
 
 # Kinds of `Source`, i.e. of values assigned to a ``self.<attr>``.
@@ -84,8 +85,17 @@ class FileFacts:
     noqa: tuple[tuple[int, str], ...] = field(default=())
     # Private names quoted in strings ("_sample"): targets of dispatch through getattr.
     quoted: tuple[str, ...] = field(default=())
+    # Module-level functions that methods pass ``self`` to, read with that parameter as self:
+    # (position of the parameter, the function as MethodFacts).
+    delegates: tuple[tuple[int, MethodFacts], ...] = field(default=())
     # False when the text prefilter skipped the parse: no classes, no marks, imports unknown.
     parsed: bool = True
+
+    def delegate(self, name: str, position: int) -> MethodFacts | None:
+        for index, function in self.delegates:
+            if function.name == name and index == position:
+                return function
+        return None
 
     def class_named(self, qualname: str) -> ClassFacts | None:
         for cls in self.classes:

@@ -12,7 +12,7 @@ from lint_rules.cst_walk import (
     LEAVES, child_nodes, dotted_name, is_super_call, is_type_of, render_chain, split_chain, string_value,
 )
 from lint_rules.facts import (
-    ATTR_CALL, DYNAMIC_CALL, RESULT_CALL, SELF_CALL, SRC_ATTR, SRC_CALL, SRC_NOT_MODULE, SRC_PARAM,
+    ATTR_CALL, DELEGATE_CALL, DYNAMIC_CALL, RESULT_CALL, SELF_CALL, SRC_ATTR, SRC_CALL, SRC_NOT_MODULE, SRC_PARAM,
     SRC_PARAM_CALL, SRC_UNKNOWN, SUB_CALL, SUB_METHOD, SUB_RESULT, SUPER_CALL, Source, Use,
 )
 
@@ -149,6 +149,13 @@ class MethodScan:
             if target is not None:
                 self.classify_callee(call, self.unwrap_self(target), lambda text: f"{name}({text}, ...)")
         self.classify_callee(call, func, lambda text: text + "(...)")
+        if isinstance(func, cst.Name) and func.value not in self.params and func.value not in self.bindings:
+            for position, arg in enumerate(call.args):
+                if arg.keyword is not None or arg.star:
+                    break
+                if self.is_self(arg.value):
+                    self.add(call, Use(DELEGATE_CALL, func.value, 0, f"{func.value}(self, ...)", str(position)))
+                    break
 
     def classify_callee(self, call: cst.Call, func: cst.BaseExpression, show: Callable[[str], str]) -> None:
         root, steps = split_chain(func)
