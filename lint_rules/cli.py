@@ -2,6 +2,10 @@
 
 Exit status: 0 clean, 1 findings, 2 usage error or a file that could not be read or parsed
 (every other file is still checked and reported).
+
+``--fix`` / ``--diff`` (``lint_rules/fix.py``): the diff goes to stdout, ``not fixed`` lines and the
+summary to stderr. ``--fix``: 0 nothing remains, 1 findings remain, 2 errors; ``--diff``: 1 if
+anything would change or remains, 2 on errors.
 """
 
 from __future__ import annotations
@@ -12,7 +16,7 @@ import sys
 from pathlib import Path
 from typing import Optional, Sequence
 
-from lint_rules import contract, report
+from lint_rules import contract, fix, report
 from lint_rules.discover import python_files
 from lint_rules.engine import analyse
 from lint_rules.project import Config
@@ -36,6 +40,12 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--module-bases", help="extra base classes that are nn.Module subclasses")
     parser.add_argument("--mark-decorators", help="extra decorator names that mark an entry point "
                         f"(default: {', '.join(contract.DEFAULT_MARK_DECORATORS)})")
+    mode = parser.add_mutually_exclusive_group()
+    mode.add_argument("--fix", action="store_true", help="mark unmarked entry points in place")
+    mode.add_argument("--diff", action="store_true", help="print the --fix changes as a unified diff, write nothing")
+    parser.add_argument("--fix-style", choices=fix.STYLES, default="decorator",
+                        help="decorator: add @forward_entry (default); call: add model.mark_forward_method(...) "
+                             "after fabric.setup() / register_fsdp_forward_method(...) after fully_shard()")
     parser.add_argument("--version", action="version", version=f"fwdlint {VERSION}")
     return parser
 
@@ -62,6 +72,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     )
     jobs = args.jobs or os.cpu_count() or 1
     files = list(python_files(args.paths, option("exclude")))
+    if args.fix or args.diff:
+        return _fix(args, files, config, option("select", ("FWD",)), option("ignore"), jobs)
     result = analyse(files, config, select=option("select", ("FWD",)), ignore=option("ignore"), jobs=jobs)
     if args.format == "json":
         sys.stdout.write(report.as_json(result))
@@ -74,6 +86,25 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     if result.errors:
         return 2
     return 1 if result.diagnostics else 0
+
+
+def _fix(args: argparse.Namespace, files: list[str], config: Config, select: tuple[str, ...],
+         ignore: tuple[str, ...], jobs: int) -> int:
+    run = fix.plan(files, config, select=select, ignore=ignore, jobs=jobs, style=args.fix_style)
+    if args.diff:
+        for file in run.changed:
+            sys.stdout.write(fix.unified_diff(file))
+    else:
+        fix.write(run)
+    for line in fix.report_lines(run):
+        print(line, file=sys.stderr)
+    for error in run.errors:
+        print(f"{error.path}: error: {error.message}", file=sys.stderr)
+    done = "would fix" if args.diff else "fixed"
+    if run.fixed or run.unfixed:
+        print(f"fwdlint: {done} {len(run.fixed)} finding(s) in {len(run.changed)} file(s), "
+              f"{len(run.unfixed)} not fixed", file=sys.stderr)
+    return fix.exit_status(run, diff=args.diff)
 
 
 if __name__ == "__main__":

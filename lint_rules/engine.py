@@ -85,6 +85,7 @@ def new_index(config: Config) -> ProjectIndex:
 class Result:
     diagnostics: list[Diagnostic] = field(default_factory=list)
     errors: list[FileError] = field(default_factory=list)
+    index: Optional[ProjectIndex] = None  # the run's index, for the call-style fixer
 
 
 def check_file(index: ProjectIndex, facts: FileFacts, select: Sequence[str], ignore: Sequence[str],
@@ -119,4 +120,5 @@ def analyse(paths: Iterable[str], config: Config, select: Sequence[str] = ("FWD"
         analysed.append(outcome)
     for facts in analysed:
         result.diagnostics.extend(check_file(index, facts, select, ignore))
+    result.index = index
     return result

@@ -14,24 +14,14 @@ import libcst as cst
 
 from lint_rules import contract
 from lint_rules.cst_walk import dotted_name, nested_statements, statements, string_value
-from lint_rules.facts import DELEGATE_CALL, SRC_ANNOTATION, SRC_MODULE, ClassFacts, FileFacts, Mark, MethodFacts, Source, Use
+from lint_rules.facts import (
+    DELEGATE_CALL, SRC_ANNOTATION, SRC_MODULE, ClassFacts, FileFacts, Mark, MethodFacts, Source, Use,
+)
 from lint_rules.method_scan import MethodScan
+from lint_rules.noqa import noqa_lines
 from lint_rules.positions import def_positions, node_positions
 
-# flake8's own pattern (flake8/defaults.py), so `# noqa` means exactly what it means there.
-_NOQA_RE = re.compile(r"# noqa(?::[\s]?(?P<codes>([A-Z]+[0-9]+(?:[,\s]+)?)+))?", re.IGNORECASE)
 _QUOTED_PRIVATE_RE = re.compile(r"""["'](_[A-Za-z]\w*)["']""")
-
-
-def _noqa_lines(source: str) -> tuple[tuple[int, str], ...]:
-    if "noqa" not in source.lower():
-        return ()
-    found = []
-    for number, line in enumerate(source.splitlines(), 1):
-        match = _NOQA_RE.search(line)
-        if match:
-            found.append((number, match.group("codes") or ""))
-    return tuple(found)
 
 
 class FileScan:
@@ -243,7 +233,7 @@ class FileScan:
         mark_pos = node_positions(module_node, [n for n, _ in self.marks], module_node) if self.marks else {}
         marks = tuple(Mark(name, mark_pos[node][0]) for node, name in self.marks)
         return FileFacts(path=path, module=self.module, imports=imports, classes=tuple(classes),
-                         marks=marks, noqa=_noqa_lines(self.source),
+                         marks=marks, noqa=noqa_lines(self.source),
                          quoted=tuple(sorted(set(_QUOTED_PRIVATE_RE.findall(self.source)))),
                          delegates=delegates)
 

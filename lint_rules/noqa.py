@@ -6,7 +6,21 @@ from __future__ import annotations
 
 import re
 
+# flake8's own pattern (flake8/defaults.py), so `# noqa` means exactly what it means there.
+NOQA_INLINE = re.compile(r"# noqa(?::[\s]?(?P<codes>([A-Z]+[0-9]+(?:[,\s]+)?)+))?", re.IGNORECASE)
 _SPLIT = re.compile(r"[,\s]")
+
+
+def noqa_lines(source: str) -> tuple[tuple[int, str], ...]:
+    """``(line, codes as written)`` for every physical line with a ``# noqa`` ("" = all codes)."""
+    if "noqa" not in source.lower():
+        return ()
+    found = []
+    for number, line in enumerate(source.splitlines(), 1):
+        match = NOQA_INLINE.search(line)
+        if match:
+            found.append((number, match.group("codes") or ""))
+    return tuple(found)
 
 
 def is_suppressed(noqa: tuple[tuple[int, str], ...], line: int, code: str) -> bool:

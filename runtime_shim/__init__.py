@@ -1,11 +1,71 @@
 """Runtime half of fwdlint: enforces the forward-entry contract under DDP, FSDP and Fabric.
 
-Only the decorator lives here so far; it needs no torch. Importing it costs nothing, so model
-code can be decorated before any enforcement is installed.
+``forward_entry`` and ``UnmarkedEntryError`` need no torch; the rest is loaded on first use, so
+model code can import the decorator before (or without) torch and enforcement.
+
+How it works (details in ``record.py``, ``_forwards.py``, ``detect.py``):
+
+* ``guard(wrapper)`` binds, once, a checked ``forward`` into the ``__dict__`` of every module of the
+  wrapped model, a routed stand-in for every marked method, and a ``forward`` on the wrapper that
+  raises a thread-local "inside" counter. Nothing is added or removed per call.
+* A marked method called with the counter at 0 stores (portal, function, owner) in a thread-local
+  slot and calls the outermost wrapper (``_FabricModule``, DDP, FSDP1, or the FSDP2 module whose
+  own hooks do the unsharding); the portal module's forward takes the slot and runs the method.
+  Re-entrant calls (counter > 0) run directly: one wrapper forward per outer call.
+* Detection: a module forward reached with the counter at 0 walks the Python stack once; if an
+  unmarked method of the guarded model is on it (outside torch's own frames), that method is the
+  entry point: ``UnmarkedEntryError`` (mode ``error``) or one ``UnmarkedEntryWarning`` per method
+  (mode ``warn``). A module called directly by user code (``ddp.module(x)``) is allowed.
+
+Precisely when the error comes: at the first module-forward boundary (``self(...)``,
+``self.sub(...)``, ``self.sub.forward(...)``, the root or any submodule) that the unmarked method
+reaches, before that module's ``forward`` body runs (forward pre-hooks registered on that module
+run first, as they precede ``forward``). Code of the unmarked method itself before that boundary
+has run, including any direct use of parameters (``F.linear(x, self.weight)``), which is not
+detected -- the same gap as FWD001. No collective has been issued, so all ranks raise and none
+hangs.
+
+Not covered: modules added to the model after ``guard`` (guard again), modules whose ``forward``
+was already patched on the instance (left alone, listed in ``record.skipped``), methods called
+through the class (``Cls.generate(model, x)`` bypasses the stand-in; reported with its own
+message when it computes), ``torch.compile``-d wrappers, and pickling a guarded module (a deep
+copy works and is unguarded).
 """
 
 from __future__ import annotations
 
+from typing import Any
+
+from runtime_shim.errors import MetaDeviceError, UnmarkedEntryError, UnmarkedEntryWarning
 from runtime_shim.marks import forward_entry
 
-__all__ = ["forward_entry"]
+__all__ = [
+    "forward_entry",
+    "mark_forward_method",
+    "guard",
+    "unguard",
+    "install",
+    "uninstall",
+    "UnmarkedEntryError",
+    "UnmarkedEntryWarning",
+    "MetaDeviceError",
+]
+
+_LAZY = {
+    "mark_forward_method": "runtime_shim.api",
+    "guard": "runtime_shim.api",
+    "unguard": "runtime_shim.api",
+    "install": "runtime_shim.installer",
+    "uninstall": "runtime_shim.installer",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module_name = _LAZY.get(name)
+    if module_name is None:
+        raise AttributeError(f"module 'runtime_shim' has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(module_name), name)
+    globals()[name] = value
+    return value

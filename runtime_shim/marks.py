@@ -1,4 +1,8 @@
-"""``@forward_entry``: mark a method as a forward entry point at class definition (torch-free)."""
+"""``@forward_entry``: mark a method as a forward entry point at class definition (torch-free).
+
+The decorator only sets an attribute: an unwrapped model pays nothing. Routing is installed
+later, once, when the wrapped model is guarded (``runtime_shim.guard``/``install``).
+"""
 
 from __future__ import annotations
 
@@ -6,8 +10,20 @@ import inspect
 from typing import Any, Callable, TypeVar
 
 from lint_rules.contract import DECORATOR_NAME, MARK_ATTRIBUTE
+from runtime_shim.vocabulary import generator_message
 
 F = TypeVar("F", bound=Callable[..., Any])
+
+
+def is_generator_function(fn: object) -> bool:
+    """True for generator functions, also behind ``functools.wraps`` layers (``@torch.no_grad()``)."""
+    seen = 0
+    while fn is not None and seen < 20:
+        if inspect.isgeneratorfunction(fn) or inspect.isasyncgenfunction(fn):
+            return True
+        fn = getattr(fn, "__wrapped__", None)
+        seen += 1
+    return False
 
 
 def forward_entry(fn: F) -> F:
@@ -22,10 +38,11 @@ def forward_entry(fn: F) -> F:
         raise TypeError(f"@{DECORATOR_NAME} expects a function, got {type(fn).__name__}")
     if getattr(fn, "__name__", None) == "forward":
         raise ValueError(f"@{DECORATOR_NAME} cannot mark forward itself: it is the forward")
-    if inspect.isgeneratorfunction(fn) or inspect.isasyncgenfunction(fn):
-        raise TypeError(
-            f"@{DECORATOR_NAME} cannot mark generator {fn.__qualname__}: a generator runs after "
-            "the wrapper's forward has returned, so it cannot be routed; return a list instead"
-        )
+    if is_generator_function(fn):
+        raise TypeError(generator_message(fn.__qualname__))
     setattr(fn, MARK_ATTRIBUTE, True)
     return fn
+
+
+def is_marked(fn: object) -> bool:
+    return bool(getattr(fn, MARK_ATTRIBUTE, False))

@@ -4,7 +4,5 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-FIXTURES = ROOT / "fixtures"
-
-if str(ROOT) not in sys.path:
+if str(ROOT) not in sys.path:  # tests run against this checkout even before `pip install -e .`
     sys.path.insert(0, str(ROOT))

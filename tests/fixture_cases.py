@@ -9,6 +9,9 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+ROOT = Path(__file__).resolve().parent.parent
+FIXTURES = ROOT / "fixtures"
+
 EXPECT = re.compile(r'#\s*expect(?:\[(?P<only>cli|flake8)\])?:\s*(?P<code>FWD\d{3})(?:\s+"(?P<text>[^"]*)")?')
 
 

@@ -8,8 +8,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from conftest import FIXTURES
-from fixture_cases import cli_json, run_cli
+from fixture_cases import FIXTURES, cli_json, run_cli
 
 FWD001 = FIXTURES / "fwd001"
 BAD_MODULE = "import torch.nn as nn\n\nclass M(nn.Module):\n    def gen(self, x):\n        return self(x)\n"

@@ -5,8 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from conftest import FIXTURES
-from fixture_cases import Case, cases, cli_json, flake8_rows, run_flake8
+from fixture_cases import FIXTURES, Case, cases, cli_json, flake8_rows, run_flake8
 
 DEMO = FIXTURES / "demo_project"
 CASES = cases(FIXTURES / "fwd001") + [Case("demo_project", DEMO, (".",), tuple(sorted(DEMO.glob("*.py"))))]

@@ -6,8 +6,7 @@ import argparse
 from pathlib import Path
 
 import pytest
-from conftest import FIXTURES
-from fixture_cases import flake8_rows, run_flake8
+from fixture_cases import FIXTURES, flake8_rows, run_flake8
 
 from lint_rules import engine
 from lint_rules.flake8_plugin import Plugin

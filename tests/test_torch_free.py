@@ -5,7 +5,7 @@ from __future__ import annotations
 import subprocess
 import sys
 
-from conftest import FIXTURES, ROOT
+from fixture_cases import FIXTURES, ROOT
 
 BLOCK_TORCH = "import sys; sys.modules['torch'] = None; sys.modules['lightning'] = None; "
 

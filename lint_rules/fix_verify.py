@@ -1,0 +1,73 @@
+"""The last gate before a fixed file is written: is the new source exactly the old one plus
+the lines we meant to insert, and does it still parse and compile?
+
+A codemod that reformats a line, drops a BOM or normalises CRLF would turn a one-line fix into
+a noisy diff (or a broken file). Rather than trusting LibCST's round trip, every result is
+compared with the original bytes line by line: only whole new lines whose text we planned may
+appear, and the one existing statement we may extend (an existing ``from X import ...`` that
+gets one more name) may change. Anything else refuses the fix.
+"""
+
+from __future__ import annotations
+
+import difflib
+import io
+import tokenize
+from dataclasses import dataclass, field
+from typing import Optional
+
+BOM = b"\xef\xbb\xbf"
+
+
+class FixRefused(Exception):
+    """The computed fix is unsafe; the file is left untouched."""
+
+
+@dataclass
+class Plan:
+    """What a codemod intends: the stripped text of each inserted line (bytes, without
+    indentation or line ending, repeated as often as inserted) and the 1-based old line range
+    of an import statement it may extend."""
+
+    inserted: list[bytes] = field(default_factory=list)
+    extended: Optional[tuple[int, int]] = None
+
+
+def _encoding(data: bytes) -> str:
+    return tokenize.detect_encoding(io.BytesIO(data).readline)[0]
+
+
+def verify(old: bytes, new: bytes, plan: Plan, path: str) -> None:
+    """Raise ``FixRefused`` unless ``new`` is ``old`` plus the planned lines and still valid."""
+    if old.startswith(BOM) != new.startswith(BOM):
+        raise FixRefused("the fix would change the byte order mark")
+    try:
+        if _encoding(old) != _encoding(new):
+            raise FixRefused("the fix would change the source encoding")
+    except SyntaxError as error:
+        raise FixRefused(f"the fixed source has an unreadable encoding: {error.msg}") from None
+    old_lines = old.removeprefix(BOM).splitlines(keepends=True)
+    new_lines = new.removeprefix(BOM).splitlines(keepends=True)
+    wanted = sorted(plan.inserted)
+    got: list[bytes] = []
+    matcher = difflib.SequenceMatcher(None, old_lines, new_lines, autojunk=False)
+    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
+        if tag == "equal":
+            continue
+        span = plan.extended
+        if tag == "insert" and span is not None and span[0] <= i1 < span[1]:
+            continue  # a new line inside the parenthesised import being extended
+        if tag == "insert":
+            got.extend(line.strip() for line in new_lines[j1:j2])
+            continue
+        if tag == "replace" and span is not None and span[0] - 1 <= i1 and i2 <= span[1]:
+            continue
+        raise FixRefused(f"the fix would change existing line {i1 + 1}")
+    if plan.extended is None and sorted(got) != wanted:
+        raise FixRefused("the fix would insert unexpected lines")
+    if plan.extended is not None and not set(got) <= set(wanted):
+        raise FixRefused("the fix would insert unexpected lines")
+    try:  # CPython's own parser and compiler are the authority (a LibCST re-parse would double the cost)
+        compile(new, path, "exec", dont_inherit=True)
+    except (SyntaxError, ValueError) as error:
+        raise FixRefused(f"the fixed source does not compile: {error}") from None

@@ -1,0 +1,135 @@
+"""``guard``, ``unguard`` and ``mark_forward_method`` (the torch-side public API)."""
+
+from __future__ import annotations
+
+from types import MethodType
+from typing import Any, Optional, TypeVar, Union
+
+from torch import nn
+
+from lint_rules.contract import MARK_METHOD_CALL
+from runtime_shim import fabric as _fabric
+from runtime_shim.marks import is_generator_function
+from runtime_shim.record import GuardRecord, records_in
+from runtime_shim.vocabulary import (
+    GUARD_KEY,
+    MARK_VALIDATION_FORWARD,
+    MARK_VALIDATION_MISSING,
+    MARKS_KEY,
+    check_mode,
+    generator_message,
+)
+from runtime_shim.wrappers import describe_supported, identify, is_fabric_module
+
+W = TypeVar("W", bound=nn.Module)
+
+
+def guard(wrapper: W, mode: str = "error") -> W:
+    """Enable routing and detection on an existing wrapper; returns the same object.
+
+    Installs everything once (O(#modules)); afterwards each call costs O(1) extra. Guarding a
+    wrapper again only changes the mode. Guards of wrappers nested inside it (FSDP1 units,
+    ``fully_shard`` on children) are absorbed.
+    """
+    check_mode(mode)
+    if is_fabric_module(wrapper):
+        return _guard_fabric(wrapper, mode)
+    found = identify(wrapper)
+    if found is None:
+        raise TypeError(f"guard() expects {describe_supported()}, got {type(wrapper).__name__}")
+    kind, inner, root = found
+    return _guard_distributed(kind, inner, root, mode)  # type: ignore[return-value]
+
+
+def _guard_distributed(kind: str, wrapper: nn.Module, root: nn.Module, mode: str) -> nn.Module:
+    current = wrapper.__dict__.get(GUARD_KEY)
+    if isinstance(current, GuardRecord) and current.active and current.wrapper is wrapper:
+        current.mode = mode
+        return wrapper
+    for old in records_in(root.modules()):
+        old.unguard()
+    record = GuardRecord(wrapper, root, kind, mode)
+    try:
+        record.install()
+    except BaseException:
+        record.unguard()
+        raise
+    return wrapper
+
+
+def _guard_fabric(fabric_module: Any, mode: str) -> Any:
+    forward_module = fabric_module._forward_module
+    original = fabric_module._original_module
+    found = identify(forward_module)
+    if found is not None:
+        _guard_distributed(*found, mode=mode)
+        record = found[1].__dict__[GUARD_KEY]
+    else:  # one device: route through Fabric's forward (precision), nothing to detect
+        record = original.__dict__.get(GUARD_KEY)
+        if not (isinstance(record, GuardRecord) and record.active and record.kind == "plain"):
+            for old in records_in(original.modules()):
+                old.unguard()
+            record = GuardRecord(original, original, "plain", mode)
+            record.install()
+    record.mode = mode
+    _fabric.guard_fabric(fabric_module, record)
+    return fabric_module
+
+
+def unguard(wrapper: W) -> W:
+    """Undo ``guard``: remove every attribute the shim bound; returns the same object."""
+    for obj in (wrapper, getattr(wrapper, "_forward_module", None), getattr(wrapper, "module", None)):
+        record = getattr(obj, "__dict__", {}).get(GUARD_KEY) if obj is not None else None
+        if isinstance(record, GuardRecord):
+            record.unguard()
+    if is_fabric_module(wrapper):
+        _fabric.unguard_fabric(wrapper)
+    return wrapper
+
+
+def _target_module(obj: Any) -> nn.Module:
+    if is_fabric_module(obj):
+        return obj._original_module
+    found = identify(obj)
+    if found is not None:
+        return found[2]
+    if isinstance(obj, nn.Module):
+        return obj
+    raise TypeError(
+        f"{MARK_METHOD_CALL} expects a module or {describe_supported()}, got {type(obj).__name__}"
+    )
+
+
+def mark_forward_method(model_or_wrapper: Any, method: Union[MethodType, str]) -> None:
+    """Mark ``method`` of a model you cannot edit as a forward entry point.
+
+    Works before or after wrapping/guarding. Validation mirrors Fabric's ``mark_forward_method``.
+    A bound method of a submodule marks it on that submodule.
+    """
+    if not isinstance(method, (MethodType, str)):
+        raise TypeError(f"Expected a method or a string, but got: {type(method).__name__}")
+    target = _target_module(model_or_wrapper)
+    if isinstance(method, MethodType) and isinstance(method.__self__, nn.Module):
+        owner: Optional[nn.Module] = method.__self__
+        if owner is not target and not any(owner is m for m in target.modules()):
+            raise ValueError(
+                f"{type(owner).__name__}.{method.__name__} is a method of a module that is not part of "
+                f"{type(target).__name__}"
+            )
+        target = owner  # type: ignore[assignment]
+    name = method if isinstance(method, str) else method.__name__
+    if name == "forward":
+        raise ValueError(MARK_VALIDATION_FORWARD)
+    bound = getattr(target, name, None)
+    func = getattr(type(target), name, None)
+    if not isinstance(bound, MethodType) or bound.__self__ is not target or not callable(func):
+        raise AttributeError(MARK_VALIDATION_MISSING.format(name=name, cls=type(target).__name__))
+    if is_generator_function(func):
+        raise TypeError(generator_message(getattr(func, "__qualname__", name)))
+    marks = target.__dict__.setdefault(MARKS_KEY, set())
+    marks.add(name)
+    record = target.__dict__.get(GUARD_KEY)
+    if isinstance(record, GuardRecord) and record.active:
+        record.add_mark(target, name)
+    if is_fabric_module(model_or_wrapper):
+        model_or_wrapper._forward_methods.add(name)  # Fabric honours it too, even if unguarded

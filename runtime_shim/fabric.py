@@ -1,0 +1,91 @@
+"""Lightning Fabric support: the ``_FabricModule`` becomes the outermost routing entry.
+
+``guard`` swaps the ``_FabricModule`` instance to a subclass (same name, cached per class) whose
+``forward`` counts the thread as inside and whose ``__getattr__`` routes marked methods (ours and
+those in Fabric's ``_forward_methods``) through our thread-safe redirect, instead of Fabric's
+temporary ``forward`` patch, and returns unmarked methods unwrapped: our O(1) detection replaces
+Fabric's per-call hook tracker. ``unguard`` restores the original class.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any, Callable
+
+from torch import nn
+
+from runtime_shim._state import STATE, inside, routed_here
+from runtime_shim.vocabulary import GUARD_KEY
+
+_DYNAMIC: dict[type, type] = {}
+
+
+def _fabric_routed(record: Any, owner: nn.Module, name: str, func: Callable[..., Any]) -> Callable[..., Any]:
+    """A method named in Fabric's ``_forward_methods`` (its own marks, step methods), routed by us."""
+
+    @functools.wraps(func)
+    def call(*args: Any, **kwargs: Any) -> Any:
+        if STATE.depth and routed_here(record):
+            return func(owner, *args, **kwargs)
+        return record.route(owner, name, func, args, kwargs)
+
+    return call
+
+
+def _guarded_class(base: type) -> type:
+    cls = _DYNAMIC.get(base)
+    if cls is not None:
+        return cls
+
+    def forward(self: Any, *args: Any, **kwargs: Any) -> Any:
+        record = self.__dict__.get(GUARD_KEY)
+        if record is not None and record.meta_pending:
+            record.check_meta()
+        with inside(record):
+            return base.forward(self, *args, **kwargs)
+
+    def __getattr__(self: Any, item: str) -> Any:
+        try:
+            return nn.Module.__getattr__(self, item)
+        except AttributeError:
+            pass
+        original = nn.Module.__getattr__(self, "_original_module")
+        record = self.__dict__.get(GUARD_KEY)
+        attr = getattr(original, item)
+        if record is not None and record.active and item != "forward":
+            forward_methods = self.__dict__.get("_forward_methods", ())
+            if item in forward_methods and not record.is_marked(original, item):
+                func = getattr(type(original), item, None)
+                if callable(func):
+                    return _fabric_routed(record, original, item, func)
+        return attr
+
+    cls = type(base.__name__, (base,), {
+        "forward": forward,
+        "__getattr__": __getattr__,
+        "__module__": base.__module__,
+        "__qualname__": base.__qualname__,
+        "_fwd_shim_dynamic": True,
+    })
+    _DYNAMIC[base] = cls
+    return cls
+
+
+def guard_fabric(fabric_module: nn.Module, record: Any) -> None:
+    """Make ``fabric_module`` the routing entry of ``record`` (idempotent)."""
+    fabric_module.__dict__[GUARD_KEY] = record
+    record.entry = fabric_module
+    record.fabric = fabric_module
+    forward_methods = fabric_module.__dict__.get("_forward_methods")
+    if isinstance(forward_methods, set):  # decorated methods are marked on the _FabricModule too
+        forward_methods.update(record.marked.get(id(record.root), ()))
+    base = type(fabric_module)
+    if not base.__dict__.get("_fwd_shim_dynamic", False):
+        object.__setattr__(fabric_module, "__class__", _guarded_class(base))
+
+
+def unguard_fabric(fabric_module: nn.Module) -> None:
+    cls = type(fabric_module)
+    if cls.__dict__.get("_fwd_shim_dynamic", False):
+        object.__setattr__(fabric_module, "__class__", cls.__bases__[0])
+    fabric_module.__dict__.pop(GUARD_KEY, None)

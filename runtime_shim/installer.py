@@ -1,0 +1,160 @@
+"""``install``/``uninstall``: guard every wrapper created afterwards in this process.
+
+Patches the constructors (``DistributedDataParallel.__init__``, ``FullyShardedDataParallel.__init__``,
+``_FabricModule.__init__``) and the public re-exports of ``fully_shard`` (never the function in its
+defining module, whose own globals refer to it). Lightning is not imported: if it is not loaded
+yet, a meta-path hook patches ``_FabricModule`` when it is. ``uninstall`` restores every patched
+attribute and unguards every wrapper guarded by ``install``.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib
+import importlib.abc
+import importlib.util
+import sys
+import threading
+import weakref
+from typing import Any, Callable, Optional
+
+from runtime_shim.api import guard, unguard
+from runtime_shim.vocabulary import GUARD_KEY, check_mode
+from runtime_shim.wrappers import FABRIC_MODULES
+
+_lock = threading.RLock()
+_patches: list[tuple[Any, str, Any]] = []  # (owner, attribute, original)
+_guarded: "weakref.WeakSet[Any]" = weakref.WeakSet()
+_mode: Optional[str] = None
+_finder: Optional["_FabricImportHook"] = None
+
+_FULLY_SHARD_EXPORTS = ("torch.distributed.fsdp", "torch.distributed.fsdp._fully_shard",
+                        "torch.distributed._composable.fsdp")
+
+
+def installed_mode() -> Optional[str]:
+    """The mode ``install`` is active with, or None."""
+    return _mode
+
+
+def _guard_new(obj: Any) -> None:
+    if _mode is None:
+        return
+    guard(obj, mode=_mode)
+    _guarded.add(obj)
+
+
+def _patch(owner: Any, attr: str, make: Callable[[Any], Any]) -> None:
+    original = getattr(owner, attr)
+    if getattr(original, "_fwd_shim_patch", False):
+        return
+    replacement = make(original)
+    replacement._fwd_shim_patch = True
+    setattr(owner, attr, replacement)
+    _patches.append((owner, attr, original))
+
+
+def _patched_init(original: Callable[..., None]) -> Callable[..., None]:
+    @functools.wraps(original)
+    def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
+        original(self, *args, **kwargs)
+        _guard_new(self)
+
+    return __init__
+
+
+def _patched_fully_shard(original: Callable[..., Any]) -> Callable[..., Any]:
+    @functools.wraps(original)  # also copies fully_shard.state
+    def fully_shard(module: Any, *args: Any, **kwargs: Any) -> Any:
+        result = original(module, *args, **kwargs)
+        for item in result if isinstance(result, (list, tuple)) else (result,):
+            _guard_new(item)  # a later fully_shard on an ancestor absorbs this guard
+        return result
+
+    return fully_shard
+
+
+def _patch_torch() -> None:
+    from torch.distributed.fsdp import FullyShardedDataParallel
+    from torch.nn.parallel import DistributedDataParallel
+
+    _patch(DistributedDataParallel, "__init__", _patched_init)
+    _patch(FullyShardedDataParallel, "__init__", _patched_init)
+    for name in _FULLY_SHARD_EXPORTS:
+        module = sys.modules.get(name) or _try_import(name)
+        if module is not None and hasattr(module, "fully_shard"):
+            _patch(module, "fully_shard", _patched_fully_shard)
+
+
+def _try_import(name: str) -> Any:
+    try:
+        return importlib.import_module(name)
+    except ImportError:
+        return None
+
+
+def _patch_fabric(module: Any) -> None:
+    cls = getattr(module, "_FabricModule", None)
+    if cls is not None:
+        _patch(cls, "__init__", _patched_init)
+
+
+class _FabricImportHook(importlib.abc.MetaPathFinder):
+    """Patch ``_FabricModule`` right after Lightning's wrappers module is first imported."""
+
+    def find_spec(self, fullname: str, path: Any, target: Any = None) -> Any:
+        if fullname not in FABRIC_MODULES:
+            return None
+        sys.meta_path.remove(self)
+        try:
+            spec = importlib.util.find_spec(fullname)
+        finally:
+            sys.meta_path.insert(0, self)
+        if spec is None or spec.loader is None:
+            return spec
+        loader = spec.loader
+        exec_module = loader.exec_module
+
+        def patched_exec(module: Any) -> None:
+            exec_module(module)
+            with _lock:
+                if _mode is not None:
+                    _patch_fabric(module)
+
+        loader.exec_module = patched_exec  # type: ignore[method-assign]
+        return spec
+
+
+def install(mode: str = "error") -> None:
+    """Guard every DDP/FSDP1/FSDP2/Fabric wrapper created from now on (idempotent; changes mode)."""
+    global _mode, _finder
+    check_mode(mode)
+    with _lock:
+        _mode = mode
+        for obj in list(_guarded):  # change the mode of live guards only (absorbed ones stay absorbed)
+            record = obj.__dict__.get(GUARD_KEY)
+            if record is not None and record.active:
+                record.mode = mode
+        _patch_torch()
+        for name in FABRIC_MODULES:
+            if name in sys.modules:
+                _patch_fabric(sys.modules[name])
+        if _finder is None:
+            _finder = _FabricImportHook()
+            sys.meta_path.insert(0, _finder)
+
+
+def uninstall() -> None:
+    """Restore every patched attribute and unguard everything ``install`` guarded."""
+    global _mode, _finder
+    with _lock:
+        _mode = None
+        if _finder is not None and _finder in sys.meta_path:
+            sys.meta_path.remove(_finder)
+        _finder = None
+        while _patches:
+            owner, attr, original = _patches.pop()
+            setattr(owner, attr, original)
+        for obj in list(_guarded):
+            unguard(obj)
+        _guarded.clear()

@@ -1,0 +1,265 @@
+"""``GuardRecord``: everything one guard installed, so it can route, detect and be undone.
+
+A record is created once per guarded wrapper. At guard time it binds, into the ``__dict__`` of
+each module of the wrapped model, a checked ``forward`` (the portal module -- the one the wrapper
+calls -- gets one that also takes routed methods) and a routed stand-in for every marked method.
+The wrapper itself gets a ``forward`` that counts the thread as "inside". Nothing is installed
+or removed per call; ``unguard`` deletes exactly the attributes that are still ours.
+"""
+
+from __future__ import annotations
+
+import inspect
+import types
+import warnings
+import weakref
+from typing import Any, Callable, Iterable, Optional
+
+import torch
+from torch import nn
+
+from lint_rules.contract import LIGHTNING_STEP_METHODS, unmarked_entry_message
+from runtime_shim import _forwards
+from runtime_shim._state import STATE, inside
+from runtime_shim.detect import find_entry, user_class_name
+from runtime_shim.errors import MetaDeviceError, UnmarkedEntryError, UnmarkedEntryWarning
+from runtime_shim.marks import is_marked
+from runtime_shim.vocabulary import (
+    GUARD_KEY,
+    LIGHTNING_MODULE_CLASSES,
+    MARKS_KEY,
+    bypassed_mark_message,
+    meta_device_message,
+    returned_generator_message,
+    route_not_consumed_message,
+)
+
+_WRAPPER_PREFIXES = ("_fsdp_wrapped_module.", "_checkpoint_wrapped_module.", "_orig_mod.")
+_class_marks_cache: "weakref.WeakKeyDictionary[type, frozenset[str]]" = weakref.WeakKeyDictionary()
+
+
+def class_marks(cls: type) -> frozenset[str]:
+    """Names whose resolved class attribute carries the ``@forward_entry`` mark (cached per class)."""
+    cached = _class_marks_cache.get(cls)
+    if cached is not None:
+        return cached
+    seen: set[str] = set()
+    marked: set[str] = set()
+    for klass in cls.__mro__:
+        if klass is nn.Module or klass is object:
+            break
+        for name, value in vars(klass).items():
+            if name in seen:
+                continue
+            seen.add(name)
+            if is_marked(value):
+                marked.add(name)
+    if any(k.__name__ in LIGHTNING_MODULE_CLASSES for k in cls.__mro__):
+        marked |= {n for n in LIGHTNING_STEP_METHODS if callable(getattr(cls, n, None))}
+    result = frozenset(marked)
+    _class_marks_cache[cls] = result
+    return result
+
+
+def _clean_name(name: str) -> str:
+    for prefix in _WRAPPER_PREFIXES:
+        name = name.replace(prefix, "").replace(prefix[:-1], "")
+    return name.strip(".")
+
+
+class GuardRecord:
+    """Routing and detection state for one guarded wrapper (see module docstring)."""
+
+    def __init__(self, wrapper: nn.Module, root: nn.Module, kind: str, mode: str) -> None:
+        self.wrapper = wrapper  # DDP / FSDP1 instance, or the FSDP2 root itself
+        self.root = root  # the user's model (what the wrapper calls)
+        self.kind = kind  # "ddp" | "fsdp1" | "fsdp2" | "plain" (Fabric on one device)
+        self.mode = mode
+        self.detect = kind != "plain"
+        self.entry: Callable[..., Any] = wrapper  # outermost callable; Fabric replaces it
+        self.fabric: Optional[nn.Module] = None
+        self.active = False
+        self.meta_pending = True
+        self.names: dict[int, str] = {}
+        self.portal_of: dict[int, nn.Module] = {}
+        self.marked: dict[int, set[str]] = {}
+        self.installed: list[tuple[Any, str]] = []  # (object, attribute) we put in __dict__
+        self.skipped: list[str] = []  # modules whose forward was already patched by someone else
+        self.warned: set[tuple[str, str]] = set()
+        self.meta_hook: Optional[Any] = None  # FSDP2 only; removed by unguard
+
+    # -- copying / pickling a guarded module must not carry the guard along ------------------
+    def __deepcopy__(self, memo: dict[int, Any]) -> None:
+        return None
+
+    def __reduce__(self) -> tuple[Any, tuple[()]]:
+        return (type(None), ())
+
+    # -- installation ---------------------------------------------------------------------------
+    def _put(self, obj: Any, attr: str, value: Any) -> None:
+        obj.__dict__[attr] = value
+        self.installed.append((obj, attr))
+
+    def install(self) -> None:
+        """Bind the stand-ins once; afterwards every call costs O(1) in the number of modules."""
+        fsdp_module = _fsdp2_class()
+        by_name: dict[str, nn.Module] = {}
+        for raw_name, module in self.root.named_modules():
+            name = _clean_name(raw_name)
+            by_name[raw_name] = module
+            self.names[id(module)] = name
+            if module is self.root:
+                portal: nn.Module = module
+            elif fsdp_module is not None and self.kind == "fsdp2" and isinstance(module, fsdp_module):
+                portal = module
+            else:
+                parent = by_name.get(raw_name.rpartition(".")[0], self.root)
+                portal = self.portal_of.get(id(parent), self.root)
+            self.portal_of[id(module)] = portal
+            self._put(module, GUARD_KEY, self)
+            existing = module.__dict__.get("forward")
+            if existing is not None and not _forwards.is_shim_bound(existing):
+                self.skipped.append(name or type(module).__name__)
+            elif portal is module:
+                self._put(module, "forward", types.MethodType(_forwards.portal_forward, module))
+            elif self.detect:
+                checked = _forwards.checked_forward_for(type(module).forward)
+                self._put(module, "forward", types.MethodType(checked, module))
+            for method in sorted(class_marks(type(module)) | set(module.__dict__.get(MARKS_KEY, ()))):
+                self.add_mark(module, method)
+        if self.wrapper is not self.root:
+            self._put(self.wrapper, GUARD_KEY, self)
+            self._put(self.wrapper, "forward", types.MethodType(_forwards.wrapper_forward, self.wrapper))
+        else:  # FSDP2: check meta tensors before FSDP's own pre-forward (which names parameters only)
+            self.meta_hook = self.root.register_forward_pre_hook(_meta_pre_hook, prepend=True)
+        self.active = True
+
+    def add_mark(self, module: nn.Module, name: str) -> None:
+        """Route ``module.name`` through the wrapper's forward from now on."""
+        names = self.marked.setdefault(id(module), set())
+        if name in names:
+            return
+        existing = module.__dict__.get(name)
+        if existing is not None and not _forwards.is_shim_bound(existing):
+            # Already patched on the instance (e.g. register_fsdp_forward_method): keep it, count it as
+            # routed so its inner computation is not reported.
+            def func(self: Any, *args: Any, _inner: Any = existing, **kwargs: Any) -> Any:
+                with inside(self.__dict__.get(GUARD_KEY)):
+                    return _inner(*args, **kwargs)
+
+            func.__name__ = name
+        else:
+            func = getattr(type(module), name)
+        routed = _forwards.make_routed(name, func)
+        self._put(module, name, types.MethodType(routed, module))
+        names.add(name)
+
+    def is_marked(self, module: nn.Module, name: str) -> bool:
+        return name in self.marked.get(id(module), ())
+
+    def unguard(self) -> None:
+        """Remove every attribute this record put in a ``__dict__`` and is still ours."""
+        self.active = False
+        for obj, attr in reversed(self.installed):
+            current = obj.__dict__.get(attr)
+            if attr == GUARD_KEY:
+                if current is self:
+                    del obj.__dict__[attr]
+            elif current is not None and _forwards.is_shim_bound(current):
+                del obj.__dict__[attr]
+        self.installed.clear()
+        if self.meta_hook is not None:
+            self.meta_hook.remove()
+            self.meta_hook = None
+        if self.fabric is not None:
+            from runtime_shim.fabric import unguard_fabric
+
+            unguard_fabric(self.fabric)
+            self.fabric = None
+
+    # -- run time ---------------------------------------------------------------------------------
+    def route(self, owner: nn.Module, name: str, func: Callable[..., Any], args: tuple, kwargs: dict) -> Any:
+        """Run ``func(owner, ...)`` inside the wrapper's forward, via the owner's portal."""
+        if self.meta_pending:
+            self.check_meta()
+        portal = self.portal_of.get(id(owner), self.root)
+        entry = self.entry if portal is self.root else portal
+        pending = (portal, func, owner)
+        previous = STATE.redirect
+        STATE.redirect = pending
+        try:
+            out = entry(*args, **kwargs)
+            consumed = STATE.redirect is not pending
+        finally:
+            STATE.redirect = previous
+        if not consumed:
+            raise RuntimeError(route_not_consumed_message(user_class_name(owner), name, type(entry).__name__))
+        if inspect.isgenerator(out) or inspect.isasyncgen(out):
+            raise TypeError(returned_generator_message(user_class_name(owner), name))
+        return out
+
+    def on_outside_call(self, module: nn.Module) -> None:
+        """A module forward was reached outside any wrapper forward: allow, warn or raise."""
+        if module is self.wrapper:  # FSDP2: calling the root is calling the wrapper
+            if self.meta_pending:
+                self.check_meta()
+            return
+        if not self.detect:
+            return
+        entry = find_entry(self, module, self.names)
+        if entry is None:
+            return  # called directly by user code (e.g. ddp.module(x) for rank-0 evaluation)
+        registered = entry.module.__dict__.get(entry.method)
+        if registered is not None and not _forwards.is_shim_bound(registered):
+            return  # registered on the instance by someone else (register_fsdp_forward_method)
+        cls = user_class_name(entry.module)
+        if self.is_marked(entry.module, entry.method):
+            raise UnmarkedEntryError(bypassed_mark_message(cls, entry.method, entry.chain))
+        message = unmarked_entry_message(cls, entry.method, entry.chain)
+        if self.mode == "error":
+            raise UnmarkedEntryError(message)
+        key = (cls, entry.method)
+        if key not in self.warned:
+            self.warned.add(key)
+            warnings.warn(message, UnmarkedEntryWarning, stacklevel=5)
+
+    def check_meta(self) -> None:
+        """Once per guard: refuse to run a model that still has meta tensors, naming them."""
+        self.meta_pending = False
+        params = [n for n, p in self.root.named_parameters() if _is_meta(p)]
+        buffers = [n for n, b in self.root.named_buffers() if _is_meta(b)]
+        if params or buffers:
+            self.meta_pending = True  # keep refusing until materialised
+            raise MetaDeviceError(
+                meta_device_message(user_class_name(self.root), [_clean_name(n) for n in params],
+                                    [_clean_name(n) for n in buffers])
+            )
+
+
+def _meta_pre_hook(module: nn.Module, args: Any) -> None:
+    record = module.__dict__.get(GUARD_KEY)
+    if record is not None and record.active and record.meta_pending:
+        record.check_meta()
+
+
+def _is_meta(tensor: torch.Tensor) -> bool:
+    local = getattr(tensor, "_local_tensor", None)  # DTensor: look at the local shard
+    return bool(tensor.is_meta or (local is not None and local.is_meta))
+
+
+def _fsdp2_class() -> Optional[type]:
+    try:
+        from torch.distributed.fsdp import FSDPModule
+    except ImportError:  # pragma: no cover - torch without FSDP2
+        return None
+    return FSDPModule
+
+
+def records_in(modules: Iterable[nn.Module]) -> list[GuardRecord]:
+    """Distinct records found on ``modules`` (used to absorb guards of nested wrappers)."""
+    found: dict[int, GuardRecord] = {}
+    for module in modules:
+        record = module.__dict__.get(GUARD_KEY)
+        if isinstance(record, GuardRecord):
+            found[id(record)] = record
+    return list(found.values())

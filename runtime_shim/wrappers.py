@@ -1,0 +1,48 @@
+"""Recognising the wrappers the shim supports, without importing Lightning.
+
+Each returns (kind, wrapper, root): ``root`` is the user's module the wrapper calls, ``wrapper``
+the object whose forward sets up gradient reduction / unsharding.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Optional
+
+from torch import nn
+
+FABRIC_MODULES = ("lightning.fabric.wrappers", "lightning_fabric.wrappers")
+
+
+def is_fabric_module(obj: Any) -> bool:
+    return any(
+        k.__name__ == "_FabricModule" and k.__module__ in FABRIC_MODULES for k in type(obj).__mro__
+    )
+
+
+def _unwrap_compiled(obj: Any) -> Any:
+    return getattr(obj, "_orig_mod", obj) if type(obj).__name__ == "OptimizedModule" else obj
+
+
+def identify(obj: Any) -> Optional[tuple[str, nn.Module, nn.Module]]:
+    """(kind, wrapper, root) for DDP, FSDP1 and FSDP2; None for anything else."""
+    from torch.nn.parallel import DistributedDataParallel
+
+    obj = _unwrap_compiled(obj)
+    if isinstance(obj, DistributedDataParallel):
+        return "ddp", obj, obj.module
+    try:
+        from torch.distributed.fsdp import FSDPModule, FullyShardedDataParallel
+    except ImportError:  # pragma: no cover
+        return None
+    if isinstance(obj, FullyShardedDataParallel):
+        return "fsdp1", obj, obj.module
+    if isinstance(obj, FSDPModule):
+        return "fsdp2", obj, obj
+    return None
+
+
+def describe_supported() -> str:
+    return (
+        "DistributedDataParallel, FullyShardedDataParallel (FSDP1), a fully_shard-ed module (FSDP2) "
+        "or a Lightning _FabricModule"
+    )

@@ -1,0 +1,222 @@
+"""``fwdlint --fix`` / ``--diff``, decorator style: the hand-written codemod pairs in
+``fixtures/codemod`` (input ``NAME.in.py``, expected ``NAME.out.py``), idempotence, the safety
+gates (verification, atomic writes, permission bits), exit statuses and ``-j`` determinism."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import stat
+from pathlib import Path
+
+import pytest
+from fixture_cases import FIXTURES, run_cli
+
+from lint_rules import fix, fix_decorator
+from lint_rules.engine import analyse
+from lint_rules.fix_verify import FixRefused, Plan, verify
+from lint_rules.project import Config
+
+CODEMOD = FIXTURES / "codemod"
+PAIRS = sorted(p.name[: -len(".in.py")] for p in CODEMOD.glob("*.in.py"))
+BAD = b"import torch.nn as nn\n\nclass M(nn.Module):\n    def gen(self, x):\n        return self(x)\n"
+BAD_FIXED = (b"import torch.nn as nn\nfrom runtime_shim import forward_entry\n\nclass M(nn.Module):\n"
+             b"    @forward_entry\n    def gen(self, x):\n        return self(x)\n")
+
+
+def _fix(*paths: Path, jobs: int = 1) -> fix.FixRun:
+    run = fix.plan([str(p) for p in paths], Config(), jobs=jobs)
+    fix.write(run)
+    return run
+
+
+def _fwd001(path: Path) -> list[str]:
+    return [d.symbol for d in analyse([str(path)], Config()).diagnostics if d.code == "FWD001"]
+
+
+def test_enough_pairs() -> None:
+    assert len(PAIRS) >= 20
+    for name in PAIRS:
+        assert (CODEMOD / f"{name}.out.py").is_file(), name
+
+
+@pytest.mark.parametrize("name", PAIRS)
+def test_codemod_pair(name: str, tmp_path: Path) -> None:
+    target = tmp_path / f"{name}.py"
+    shutil.copyfile(CODEMOD / f"{name}.in.py", target)
+    before = _fwd001(target)
+    run = _fix(target)
+    assert run.errors == []
+    assert target.read_bytes() == (CODEMOD / f"{name}.out.py").read_bytes()
+    # every finding fixed; a second pass changes nothing; nothing is reported any more
+    assert sorted(d.symbol for d in run.fixed) == sorted(before)
+    assert run.unfixed == []
+    again = fix.plan([str(target)], Config())
+    assert again.changed == [] and again.unfixed == [] and again.errors == []
+    assert _fwd001(target) == []
+
+
+def test_crlf_bom_pairs_are_stored_byte_exact() -> None:
+    assert b"\r\n" in (CODEMOD / "crlf.in.py").read_bytes()
+    assert (CODEMOD / "bom.in.py").read_bytes().startswith(b"\xef\xbb\xbf")
+    assert b"\t" in (CODEMOD / "tabs_trailing_whitespace.in.py").read_bytes()
+
+
+def test_diff_writes_nothing_and_exits_1(tmp_path: Path) -> None:
+    (tmp_path / "m.py").write_bytes(BAD)
+    proc = run_cli(tmp_path, "--diff", "m.py")
+    assert proc.returncode == 1
+    assert (tmp_path / "m.py").read_bytes() == BAD
+    assert proc.stdout.splitlines()[:2] == ["--- a/m.py", "+++ b/m.py"]
+    assert "+from runtime_shim import forward_entry" in proc.stdout.splitlines()
+    assert "+    @forward_entry" in proc.stdout.splitlines()
+    assert "would fix 1 finding(s) in 1 file(s), 0 not fixed" in proc.stderr
+
+
+def test_diff_applies_with_patch(tmp_path: Path) -> None:
+    patch = shutil.which("patch") or shutil.which("git")
+    if patch is None:
+        pytest.skip("neither patch nor git")
+    (tmp_path / "m.py").write_bytes(BAD)
+    diff = run_cli(tmp_path, "--diff", "m.py").stdout
+    (tmp_path / "fix.diff").write_text(diff)
+    import subprocess
+
+    cmd = [patch, "-p1", "-i", "fix.diff"] if patch.endswith("patch") else [patch, "apply", "fix.diff"]
+    subprocess.run(cmd, cwd=tmp_path, check=True, capture_output=True, timeout=60)
+    assert (tmp_path / "m.py").read_bytes() == BAD_FIXED
+
+
+def test_fix_cli_exit_statuses(tmp_path: Path) -> None:
+    (tmp_path / "m.py").write_bytes(BAD)
+    (tmp_path / "clean.py").write_text("x = 1\n")
+    proc = run_cli(tmp_path, "--fix", ".")
+    assert (proc.returncode, proc.stdout) == (0, "")
+    assert "fixed 1 finding(s) in 1 file(s), 0 not fixed" in proc.stderr
+    assert (tmp_path / "m.py").read_bytes() == BAD_FIXED
+    again = run_cli(tmp_path, "--fix", ".")
+    assert (again.returncode, again.stdout, again.stderr) == (0, "", "")
+    assert run_cli(tmp_path, ".").returncode == 0
+    assert run_cli(tmp_path, "--diff", ".").returncode == 0
+    # no files at all (pre-commit with nothing staged)
+    assert run_cli(tmp_path, "--fix").returncode == 0
+    # --fix and --diff together is a usage error
+    assert run_cli(tmp_path, "--fix", "--diff", ".").returncode == 2
+
+
+def test_unparsable_file_is_an_error_and_others_are_fixed(tmp_path: Path) -> None:
+    (tmp_path / "m.py").write_bytes(BAD)
+    (tmp_path / "broken.py").write_text("class M(nn.Module):\n    def f(self:\n")
+    proc = run_cli(tmp_path, "--fix", ".")
+    assert proc.returncode == 2
+    assert "broken.py: error: syntax error" in proc.stderr
+    assert (tmp_path / "m.py").read_bytes() == BAD_FIXED
+
+
+def test_refused_fix_leaves_the_file_untouched(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    target = tmp_path / "m.py"
+    target.write_bytes(BAD)
+
+    def refuse(old: bytes, new: bytes, plan: Plan, path: str) -> None:
+        raise FixRefused("the fixed source does not compile: test")
+
+    monkeypatch.setattr(fix_decorator, "verify", refuse)
+    run = _fix(target)
+    assert target.read_bytes() == BAD
+    assert [e.message for e in run.errors] == ["fix not applied: the fixed source does not compile: test"]
+    assert [u.reason for u in run.unfixed] == ["fix refused: the fixed source does not compile: test"]
+    assert fix.exit_status(run, diff=False) == 2
+    assert fix.report_lines(run) == [
+        f"{target}:4:9: FWD001 not fixed: fix refused: the fixed source does not compile: test"]
+
+
+@pytest.mark.parametrize("old,new,plan,message", [
+    (b"a = 1\nb = 2\n", b"a = 1\nc = 3\nb = 2\n", Plan([b"@x"]), "unexpected lines"),
+    (b"a = 1\nb = 2\n", b"a = 1\nb = 3\n", Plan(), "change existing line 2"),
+    (b"a = 1\r\nb = 2\r\n", b"a = 1\nb = 2\n", Plan(), "change existing line 1"),
+    (b"\xef\xbb\xbfa = 1\n", b"a = 1\n", Plan(), "byte order mark"),
+    (b"a = 1\n", b"a = 1\n@x\n", Plan([b"@x"]), "does not compile"),
+    (b"# coding: latin-1\na = 1\n", b"a = 1\n# coding: latin-1\na = 1\n", Plan([b"a = 1"]), "encoding"),
+])
+def test_verify_refuses(old: bytes, new: bytes, plan: Plan, message: str) -> None:
+    with pytest.raises(FixRefused, match=message):
+        verify(old, new, plan, "x.py")
+
+
+def test_verify_accepts_planned_lines() -> None:
+    verify(b"class A:\n    def f(self): pass\n", b"class A:\n    @x\n    def f(self): pass\n", Plan([b"@x"]), "x.py")
+
+
+def test_write_is_atomic_and_keeps_mode(tmp_path: Path) -> None:
+    target = tmp_path / "m.py"
+    target.write_bytes(BAD)
+    target.chmod(0o754)
+    _fix(target)
+    assert stat.S_IMODE(target.stat().st_mode) == 0o754
+    assert target.read_bytes() == BAD_FIXED
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["m.py"]  # no temporary file left
+
+
+def test_symlink_target_is_fixed_and_link_kept(tmp_path: Path) -> None:
+    real = tmp_path / "real.py"
+    real.write_bytes(BAD)
+    link = tmp_path / "link.py"
+    link.symlink_to(real)
+    _fix(link)
+    assert link.is_symlink() and real.read_bytes() == BAD_FIXED
+
+
+def test_file_changed_on_disk_is_not_overwritten(tmp_path: Path) -> None:
+    target = tmp_path / "m.py"
+    target.write_bytes(BAD)
+    run = fix.plan([str(target)], Config())
+    target.write_bytes(BAD + b"# edited meanwhile\n")
+    fix.write(run)
+    assert target.read_bytes() == BAD + b"# edited meanwhile\n"
+    assert run.errors and "changed while it was being fixed" in run.errors[0].message
+    assert fix.exit_status(run, diff=False) == 2
+
+
+def test_parallel_fix_is_byte_identical(tmp_path: Path) -> None:
+    trees = []
+    for jobs in (1, 2):
+        tree = tmp_path / f"j{jobs}"
+        tree.mkdir()
+        for name in PAIRS:
+            shutil.copyfile(CODEMOD / f"{name}.in.py", tree / f"{name}.py")
+        proc = run_cli(tree, "--fix", "-j", str(jobs), ".")
+        assert proc.returncode == 0, proc.stderr
+        trees.append({p.name: p.read_bytes() for p in sorted(tree.iterdir())})
+    assert trees[0] == trees[1]
+    assert trees[0] == {f"{n}.py": (CODEMOD / f"{n}.out.py").read_bytes() for n in PAIRS}
+
+
+def test_noqa_lines_are_never_changed(tmp_path: Path) -> None:
+    target = tmp_path / "m.py"
+    shutil.copyfile(CODEMOD / "noqa.in.py", target)
+    before = [line for line in target.read_text().splitlines() if "noqa" in line]
+    _fix(target)
+    after = target.read_text().splitlines()
+    for line in before:
+        assert line in after
+        above = after[after.index(line) - 1]
+        assert "forward_entry" not in above or "E501" in line
+
+
+def test_fix_select_excluding_fwd001_changes_nothing(tmp_path: Path) -> None:
+    (tmp_path / "m.py").write_bytes(BAD)
+    proc = run_cli(tmp_path, "--fix", "--ignore", "FWD001", "m.py")
+    assert proc.returncode == 0
+    assert (tmp_path / "m.py").read_bytes() == BAD
+
+
+def test_fixer_only_parses_files_with_findings(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "m.py").write_bytes(BAD)
+    for index in range(3):
+        (tmp_path / f"clean{index}.py").write_text("import torch.nn as nn\n\nclass C(nn.Module):\n    pass\n")
+    seen: list[str] = []
+    original = fix_decorator.fix_source
+    monkeypatch.setattr(fix, "fix_source",
+                        lambda path, old, d: seen.append(os.path.basename(path)) or original(path, old, d))
+    fix.plan([str(p) for p in sorted(tmp_path.iterdir())], Config())
+    assert seen == ["m.py"]

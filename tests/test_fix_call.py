@@ -1,0 +1,138 @@
+"""``--fix-style call``: registrations after ``fabric.setup(...)`` / ``fully_shard(...)``.
+
+The project pair ``fixtures/codemod/call_style/{in,out}`` is hand-written: tuple targets, a
+constructor passed to ``setup``, an inherited entry method, a model whose class cannot be
+resolved (reported, not guessed), a method nobody calls (reported), FSDP2 with the import
+merged into an existing ``from torch.distributed.fsdp import``.
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+from fixture_cases import FIXTURES, run_cli
+
+PAIR = FIXTURES / "codemod" / "call_style"
+MODEL = ("from torch import nn\n\n\nclass GPT(nn.Module):\n    def forward(self, x):\n        return x\n\n"
+         "    def generate(self, x):\n        return self(x)\n")
+
+
+def _tree(root: Path) -> dict[str, bytes]:
+    return {p.relative_to(root).as_posix(): p.read_bytes() for p in sorted(root.rglob("*.py"))}
+
+
+def test_call_style_pair(tmp_path: Path) -> None:
+    work = tmp_path / "project"
+    shutil.copytree(PAIR / "in", work)
+    proc = run_cli(work, "--fix", "--fix-style", "call", ".")
+    assert proc.returncode == 1, proc.stderr  # two findings cannot be fixed this way
+    assert _tree(work) == _tree(PAIR / "out")
+    assert proc.stderr.splitlines() == [
+        "model.py:11:9: FWD001 not fixed: the class of `other` set up at train.py:18 cannot be resolved; "
+        "register the method there by hand",
+        "model.py:14:9: FWD001 not fixed: no fabric.setup() or fully_shard() of its class is followed by a call "
+        "of it; use --fix-style decorator",
+        "fwdlint: fixed 2 finding(s) in 1 file(s), 2 not fixed",
+    ]
+    # idempotent, and the analyzer agrees: only the two unfixable findings remain
+    again = run_cli(work, "--fix", "--fix-style", "call", ".")
+    assert again.returncode == 1 and _tree(work) == _tree(PAIR / "out")
+    remaining = run_cli(work, ".").stdout.splitlines()
+    assert [line.split(" ")[0] for line in remaining] == ["model.py:11:9:", "model.py:14:9:"]
+
+
+def test_call_style_diff_and_parallel_identical(tmp_path: Path) -> None:
+    outputs = []
+    for jobs in ("1", "2"):
+        work = tmp_path / f"j{jobs}"
+        shutil.copytree(PAIR / "in", work)
+        proc = run_cli(work, "--diff", "--fix-style", "call", "-j", jobs, ".")
+        assert proc.returncode == 1
+        assert _tree(work) == _tree(PAIR / "in")  # --diff writes nothing
+        outputs.append(proc.stdout)
+    assert outputs[0] == outputs[1]
+    assert '+    model.mark_forward_method("generate")' in outputs[0].splitlines()
+
+
+def test_fsdp2_import_is_added_and_module_level_script(tmp_path: Path) -> None:
+    (tmp_path / "model.py").write_text(MODEL)
+    (tmp_path / "run.py").write_text(
+        '"""Script."""\nimport torch.distributed.fsdp as fsdp\n\nfrom model import GPT\n\n'
+        "net = GPT()\nfsdp.fully_shard(net)\nnet.generate(1)\n")
+    proc = run_cli(tmp_path, "--fix", "--fix-style", "call", ".")
+    assert proc.returncode == 0, proc.stderr
+    assert (tmp_path / "run.py").read_text() == (
+        '"""Script."""\nimport torch.distributed.fsdp as fsdp\n\nfrom model import GPT\n\n'
+        'net = GPT()\nfsdp.fully_shard(net)\nfsdp.register_fsdp_forward_method(net, "generate")\nnet.generate(1)\n')
+    (tmp_path / "run2.py").write_text(
+        "from torch.distributed._composable.fsdp import fully_shard\nfrom model import GPT\n\n\n"
+        "def go():\n    net = GPT()\n    fully_shard(net)\n    return net.generate(1)\n")
+    (tmp_path / "model.py").write_text(MODEL)
+    proc = run_cli(tmp_path, "--fix", "--fix-style", "call", "model.py", "run2.py")
+    assert proc.returncode == 0, proc.stderr
+    assert (tmp_path / "run2.py").read_text() == (
+        "from torch.distributed._composable.fsdp import fully_shard\nfrom model import GPT\n"
+        "from torch.distributed.fsdp import register_fsdp_forward_method\n\n\n"
+        'def go():\n    net = GPT()\n    fully_shard(net)\n    register_fsdp_forward_method(net, "generate")\n'
+        "    return net.generate(1)\n")
+
+
+def test_self_attribute_model_and_annotation(tmp_path: Path) -> None:
+    (tmp_path / "model.py").write_text(MODEL)
+    source = ("from model import GPT\n\n\nclass Runner:\n    def __init__(self, fabric, net: GPT):\n"
+              "        self.fabric = fabric\n        self.model: GPT = net\n"
+              "        self.model = self.fabric.setup(self.model)\n\n    def run(self, x):\n"
+              "        return self.model.generate(x)\n")
+    (tmp_path / "runner.py").write_text(source)
+    proc = run_cli(tmp_path, "--fix", "--fix-style", "call", ".")
+    # `self.model.generate` is called in another method: not after the set-up in its scope
+    assert proc.returncode == 1
+    assert (tmp_path / "runner.py").read_text() == source
+    assert "model.py:8:9: FWD001 not fixed: no fabric.setup()" in proc.stderr
+
+
+def test_unresolvable_class_is_reported_not_guessed(tmp_path: Path) -> None:
+    (tmp_path / "model.py").write_text(MODEL)
+    source = ("import hub\n\n\ndef main(fabric):\n    model = hub.load('gpt')\n"
+              "    model = fabric.setup(model)\n    model.generate(1)\n")
+    (tmp_path / "train.py").write_text(source)
+    proc = run_cli(tmp_path, "--fix", "--fix-style", "call", ".")
+    assert proc.returncode == 1
+    assert (tmp_path / "train.py").read_text() == source
+    assert proc.stderr.splitlines()[0] == (
+        "model.py:8:9: FWD001 not fixed: the class of `model` set up at train.py:6 cannot be resolved; "
+        "register the method there by hand")
+
+
+def test_one_line_suite_is_not_edited(tmp_path: Path) -> None:
+    (tmp_path / "model.py").write_text(MODEL)
+    source = ("from model import GPT\n\n\ndef main(fabric, ok):\n    model = GPT()\n"
+              "    if ok: model = fabric.setup(model)\n    model.generate(1)\n")
+    (tmp_path / "train.py").write_text(source)
+    proc = run_cli(tmp_path, "--fix", "--fix-style", "call", ".")
+    assert proc.returncode == 1
+    assert (tmp_path / "train.py").read_text() == source
+    assert "shares its line with its block" in proc.stderr
+
+
+def test_refused_call_fix_leaves_files_untouched(tmp_path: Path, monkeypatch) -> None:
+    from lint_rules import fix, fix_call
+    from lint_rules.fix_verify import FixRefused
+    from lint_rules.project import Config
+
+    work = tmp_path / "project"
+    shutil.copytree(PAIR / "in", work)
+
+    def refuse(*args: object) -> None:
+        raise FixRefused("the fixed source does not compile: test")
+
+    monkeypatch.setattr(fix_call, "verify", refuse)
+    monkeypatch.chdir(work)
+    run = fix.plan(["model.py", "train.py"], Config(), style="call")
+    fix.write(run)
+    assert _tree(work) == _tree(PAIR / "in")
+    assert [(e.path, e.message) for e in run.errors] == [
+        ("train.py", "fix not applied: the fixed source does not compile: test")]
+    assert fix.exit_status(run, diff=False) == 2
+    assert sorted(u.reason for u in run.unfixed)[:2] == ["fix refused in train.py"] * 2

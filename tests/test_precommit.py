@@ -1,0 +1,115 @@
+"""End to end with the real ``pre-commit`` tool: this checkout's ``.pre-commit-hooks.yaml``
+used by a throwaway git repository.
+
+pre-commit installs hook repositories from git, so the package files of the working tree
+(uncommitted changes included) are copied into a temporary repository and committed there;
+the user repository points ``repo:`` at that path. pre-commit then builds its own virtualenv
+and pip-installs the package (libcst and flake8 only: no torch). Everything lives under
+``tmp_path`` (``PRE_COMMIT_HOME`` too); git identity comes from the environment.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from fixture_cases import ROOT
+
+pytest.importorskip("pre_commit")
+
+#: What pip needs to install the package (see setup.cfg), plus the hook definitions.
+PACKAGE_FILES = ("setup.cfg", "pyproject.toml", "README.md", ".pre-commit-hooks.yaml")
+PACKAGE_DIRS = ("lint_rules", "runtime_shim")
+BAD = "import torch.nn as nn\n\n\nclass GPT(nn.Module):\n    def generate(self, x):\n        return self(x)\n"
+FIXED = ("import torch.nn as nn\nfrom runtime_shim import forward_entry\n\n\nclass GPT(nn.Module):\n"
+         "    @forward_entry\n    def generate(self, x):\n        return self(x)\n")
+
+
+def _env(tmp: Path) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("GIT_", "PRE_COMMIT"))}
+    env.update({
+        "HOME": str(tmp / "home"),
+        "PRE_COMMIT_HOME": str(tmp / "pre-commit-home"),
+        "GIT_CONFIG_NOSYSTEM": "1",
+        "GIT_CONFIG_GLOBAL": os.devnull,
+        "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.invalid",
+        "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@example.invalid",
+        "PRE_COMMIT_COLOR": "never",
+        "PIP_DISABLE_PIP_VERSION_CHECK": "1",
+    })
+    (tmp / "home").mkdir(exist_ok=True)
+    return env
+
+
+def _run(cmd: list[str], cwd: Path, env: dict[str, str], timeout: float = 120) -> subprocess.CompletedProcess:
+    return subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout)
+
+
+def _git(cwd: Path, env: dict[str, str], *args: str) -> str:
+    proc = _run(["git", "-c", "init.defaultBranch=main", *args], cwd, env)
+    assert proc.returncode == 0, proc.stderr
+    return proc.stdout.strip()
+
+
+def _hook_repo(tmp: Path, env: dict[str, str]) -> tuple[Path, str]:
+    repo = tmp / "hooks"
+    repo.mkdir()
+    for name in PACKAGE_FILES:
+        shutil.copy2(ROOT / name, repo / name)
+    for name in PACKAGE_DIRS:
+        shutil.copytree(ROOT / name, repo / name, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+    _git(repo, env, "init", "-q")
+    _git(repo, env, "add", "-A")
+    _git(repo, env, "commit", "-q", "-m", "hooks")
+    return repo, _git(repo, env, "rev-parse", "HEAD")
+
+
+@pytest.mark.timeout(600)
+def test_pre_commit_check_and_fix_hooks(tmp_path: Path) -> None:
+    if shutil.which("git") is None:
+        pytest.skip("git is not installed")
+    env = _env(tmp_path)
+    hooks, rev = _hook_repo(tmp_path, env)
+    project = tmp_path / "project"
+    project.mkdir()
+    _git(project, env, "init", "-q")
+    (project / ".pre-commit-config.yaml").write_text(
+        f"repos:\n- repo: {hooks.as_posix()}\n  rev: {rev}\n  hooks:\n  - id: fwdlint\n  - id: fwdlint-fix\n")
+    pre_commit = [sys.executable, "-m", "pre_commit"]
+    installed = _run([*pre_commit, "install-hooks"], project, env, timeout=480)
+    assert installed.returncode == 0, installed.stdout + installed.stderr
+    install = _run([*pre_commit, "install"], project, env)
+    assert install.returncode == 0, install.stdout + install.stderr
+    # the hook environment must not have torch
+    envs = list((tmp_path / "pre-commit-home").glob("repo*/py_env-*"))
+    assert envs and not list(envs[0].glob("lib/python*/site-packages/torch"))
+    # the installed command with an empty file list (what a hook gets with nothing to check)
+    for args in ([], ["--fix"], ["--diff"]):
+        empty_list = _run([str(envs[0] / "bin" / "fwdlint"), *args], project, env)
+        assert (empty_list.returncode, empty_list.stdout, empty_list.stderr) == (0, "", ""), args
+
+    # an empty file list (no Python file in the commit) passes
+    (project / "notes.txt").write_text("hello\n")
+    _git(project, env, "add", "notes.txt", ".pre-commit-config.yaml")
+    empty = _run(["git", "commit", "-m", "notes"], project, env, timeout=240)
+    assert empty.returncode == 0, empty.stdout + empty.stderr
+
+    # a bad commit is refused, the FWD001 line is shown, the fix hook rewrites the file
+    (project / "model.py").write_text(BAD)
+    _git(project, env, "add", "model.py")
+    refused = _run(["git", "commit", "-m", "model"], project, env, timeout=240)
+    output = refused.stdout + refused.stderr
+    assert refused.returncode != 0, output
+    assert "model.py:5:9: FWD001 GPT.generate runs the module's forward computation" in output
+    assert "files were modified by this hook" in output
+    assert (project / "model.py").read_text() == FIXED
+
+    # the next commit (with the fix staged) passes
+    _git(project, env, "add", "model.py")
+    passed = _run(["git", "commit", "-m", "model"], project, env, timeout=240)
+    assert passed.returncode == 0, passed.stdout + passed.stderr
+    assert _git(project, env, "show", "HEAD:model.py") + "\n" == FIXED
