@@ -189,7 +189,11 @@ class ProjectIndex:
         return False
 
     def mro(self, ref: ClassRef) -> list[ClassRef]:
-        """The class and its project bases, depth first, left to right, without repeats."""
+        """The class and its project bases, depth first, left to right, without repeats.
+
+        Known library bases (``PreTrainedModel``, ``ModelMixin``...) are taken from files already
+        read but never loaded for this: they are modules by name, and reading them (5,000 lines
+        for transformers' ``modeling_utils``) would cost more than the files being checked."""
         key = ref.key
         cached = self._mro_cache.get(key)
         if cached is not None:
@@ -198,7 +202,7 @@ class ProjectIndex:
         order = [ref]
         seen = {key}
         for base in ref.cls.bases:
-            found = self.find_class(base, ref.file)
+            found = self.find_class(base, ref.file, load=base.rpartition(".")[2] not in KNOWN_MODULE_BASES)
             if found is None:
                 continue
             for item in self.mro(found):
