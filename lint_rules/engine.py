@@ -24,10 +24,14 @@ from lint_rules.project import Config, ProjectIndex, module_name_for
 from lint_rules.rules import selected
 
 
+def source_encoding(data: bytes) -> str:
+    """The encoding Python would read ``data`` with (BOM, encoding cookie, default utf-8)."""
+    return tokenize.detect_encoding(io.BytesIO(data).readline)[0]
+
+
 def decode(data: bytes) -> str:
-    """Decode Python source as the interpreter would (BOM, encoding cookie, default utf-8)."""
-    encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
-    return data.decode(encoding)
+    """Decode Python source as the interpreter would."""
+    return data.decode(source_encoding(data))
 
 
 def might_matter(source: str) -> bool:

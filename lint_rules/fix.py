@@ -12,9 +12,7 @@ results are collected in path order, so the output does not depend on ``N``.
 from __future__ import annotations
 
 import difflib
-import io
 import re
-import tokenize
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from itertools import groupby
@@ -25,7 +23,7 @@ import libcst as cst
 
 from lint_rules.atomic import ChangedOnDisk, atomic_write
 from lint_rules.diagnostics import Diagnostic, FileError
-from lint_rules.engine import analyse
+from lint_rules.engine import analyse, decode
 from lint_rules.fix_decorator import fix_source
 from lint_rules.fix_result import FileFix, Unfixed
 from lint_rules.project import Config
@@ -115,8 +113,7 @@ def write(run: FixRun) -> None:
 
 def _text(data: bytes) -> str:
     try:
-        encoding = tokenize.detect_encoding(io.BytesIO(data).readline)[0]
-        return data.decode(encoding)
+        return decode(data)
     except (SyntaxError, LookupError, UnicodeDecodeError):
         return data.decode("utf-8", "replace")
 

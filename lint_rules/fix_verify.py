@@ -11,10 +11,10 @@ gets one more name) may change. Anything else refuses the fix.
 from __future__ import annotations
 
 import difflib
-import io
-import tokenize
 from dataclasses import dataclass, field
 from typing import Optional
+
+from lint_rules.engine import source_encoding
 
 BOM = b"\xef\xbb\xbf"
 
@@ -33,16 +33,12 @@ class Plan:
     extended: Optional[tuple[int, int]] = None
 
 
-def _encoding(data: bytes) -> str:
-    return tokenize.detect_encoding(io.BytesIO(data).readline)[0]
-
-
 def verify(old: bytes, new: bytes, plan: Plan, path: str) -> None:
     """Raise ``FixRefused`` unless ``new`` is ``old`` plus the planned lines and still valid."""
     if old.startswith(BOM) != new.startswith(BOM):
         raise FixRefused("the fix would change the byte order mark")
     try:
-        if _encoding(old) != _encoding(new):
+        if source_encoding(old) != source_encoding(new):
             raise FixRefused("the fix would change the source encoding")
     except SyntaxError as error:
         raise FixRefused(f"the fixed source has an unreadable encoding: {error.msg}") from None
