@@ -3,7 +3,7 @@
 Exit status: 0 clean, 1 findings, 2 usage error or a file that could not be read or parsed
 (every other file is still checked and reported).
 
-``--fix`` / ``--diff`` (``lint_rules/fix.py``): the diff goes to stdout, ``not fixed`` lines and the
+``--fix`` / ``--diff`` (``lint_rules/fix/run.py``): the diff goes to stdout, ``not fixed`` lines and the
 summary to stderr. ``--fix``: 0 nothing remains, 1 findings remain, 2 errors; ``--diff``: 1 if
 anything would change or remains, 2 on errors.
 """
@@ -16,13 +16,12 @@ import sys
 from pathlib import Path
 from typing import Optional, Sequence
 
-from lint_rules import contract, fix, report
+from lint_rules import __version__, contract, report
 from lint_rules.discover import python_files
-from lint_rules.engine import analyse
+from lint_rules.engine import Run, analyse
+from lint_rules.fix import run as fix
 from lint_rules.project import Config
 from lint_rules.settings import read_config, split_list
-
-VERSION = "0.1.0"
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -38,15 +37,21 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--format", choices=("text", "json"), default="text")
     parser.add_argument("-j", "--jobs", type=int, default=1, help="parallel workers (0: one per CPU)")
     parser.add_argument("--module-bases", help="extra base classes that are nn.Module subclasses")
-    parser.add_argument("--mark-decorators", help="extra decorator names that mark an entry point "
-                        f"(default: {', '.join(contract.DEFAULT_MARK_DECORATORS)})")
+    parser.add_argument("--mark-decorators", help="decorator names that mark an entry point besides "
+                        f"@{contract.DECORATOR_NAME}; replaces the default "
+                        f"({', '.join(contract.DEFAULT_MARK_DECORATORS)})")
+    parser.add_argument("--project-root", type=Path, help="the project whose files make up the view every "
+                        "file is checked with (default: nearest pyproject.toml, setup.cfg, setup.py or .git)")
+    parser.add_argument("--cache-dir", type=Path, help="where the facts cache lives "
+                        "(default: .fwdlint_cache under the project root)")
+    parser.add_argument("--no-cache", action="store_true", help="neither read nor write the facts cache")
     mode = parser.add_mutually_exclusive_group()
     mode.add_argument("--fix", action="store_true", help="mark unmarked entry points in place")
     mode.add_argument("--diff", action="store_true", help="print the --fix changes as a unified diff, write nothing")
     parser.add_argument("--fix-style", choices=fix.STYLES, default="decorator",
                         help="decorator: add @forward_entry (default); call: add model.mark_forward_method(...) "
                              "after fabric.setup() / register_fsdp_forward_method(...) after fully_shard()")
-    parser.add_argument("--version", action="version", version=f"fwdlint {VERSION}")
+    parser.add_argument("--version", action="version", version=f"fwdlint {__version__}")
     return parser
 
 
@@ -70,11 +75,13 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         module_bases=option("module-bases"),
         mark_decorators=option("mark-decorators", contract.DEFAULT_MARK_DECORATORS),
     )
-    jobs = args.jobs or os.cpu_count() or 1
+    run = Run(config=config, select=option("select", ("FWD",)), ignore=option("ignore"),
+              jobs=args.jobs or os.cpu_count() or 1, project_root=args.project_root.resolve() if args.project_root
+              else None, cache=not args.no_cache, cache_dir=args.cache_dir, exclude=option("exclude"))
     files = list(python_files(args.paths, option("exclude")))
     if args.fix or args.diff:
-        return _fix(args, files, config, option("select", ("FWD",)), option("ignore"), jobs)
-    result = analyse(files, config, select=option("select", ("FWD",)), ignore=option("ignore"), jobs=jobs)
+        return _fix(args, files, run)
+    result = analyse(files, run)
     if args.format == "json":
         sys.stdout.write(report.as_json(result))
         if result.errors:
@@ -88,9 +95,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     return 1 if result.diagnostics else 0
 
 
-def _fix(args: argparse.Namespace, files: list[str], config: Config, select: tuple[str, ...],
-         ignore: tuple[str, ...], jobs: int) -> int:
-    run = fix.plan(files, config, select=select, ignore=ignore, jobs=jobs, style=args.fix_style)
+def _fix(args: argparse.Namespace, files: list[str], options: Run) -> int:
+    run = fix.plan(files, options, style=args.fix_style)
     if args.diff:
         for file in run.changed:
             sys.stdout.write(fix.unified_diff(file))

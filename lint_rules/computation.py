@@ -18,7 +18,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Optional
 
-from lint_rules.facts import (
+from lint_rules.facts.model import (
     ATTR_CALL, DELEGATE_CALL, DYNAMIC_CALL, RESULT_CALL, SELF_CALL, SRC_ANNOTATION, SRC_ATTR, SRC_CALL, SRC_MODULE,
     SRC_NOT_MODULE, SRC_PARAM, SRC_PARAM_CALL, SUB_CALL, SUB_METHOD, SUB_RESULT, SUPER_CALL, MethodFacts,
     Source,
@@ -229,7 +229,7 @@ class ClassAnalysis:
         if not self.is_submodule(attr):
             return False
         for item, src in self.sources(attr):
-            if src.ref.rpartition(".")[2] == "LightningModule":
+            if contract.is_lightning_module(src.ref):
                 return True
             found = self.index.find_class(src.ref, item.file, load=False) if src.ref else None
             if found is not None and self.index.is_lightning_class(found):

@@ -2,11 +2,13 @@
 
 Both halves import this module (it must stay torch-free and import nothing heavy), so the
 linter and the runtime enforcement can never disagree on what a mark is called, which methods
-are routed by default, or how a finding is worded.
+are routed by default, what a LightningModule is, or how a finding is worded. The second half
+holds what only the runtime says (modes, the shim's own errors), so the wording has one home.
 """
 
 from __future__ import annotations
 
+import os
 from typing import Iterable
 
 #: Name of the decorator that marks a method as a forward entry point.
@@ -31,6 +33,18 @@ LIGHTNING_STEP_METHODS: frozenset[str] = frozenset(
     {"training_step", "validation_step", "test_step", "predict_step"}
 )
 
+#: Packages whose ``LightningModule`` is Lightning's (the class is matched by name, never imported).
+LIGHTNING_PACKAGES: tuple[str, ...] = ("lightning", "pytorch_lightning")
+
+
+def is_lightning_module(qualified: str) -> bool:
+    """Is ``qualified`` (``lightning.pytorch.core.module.LightningModule``, ``pl.LightningModule``
+    as resolved through imports, or a bare ``LightningModule``) Lightning's LightningModule?
+    The linter asks with resolved base names, the runtime with ``cls.__module__``."""
+    head, _, last = qualified.rpartition(".")
+    return last == "LightningModule" and (not head or head.split(".", 1)[0] in LIGHTNING_PACKAGES)
+
+
 #: Never entry points: the forward itself and the call protocol.
 NEVER_ENTRY: frozenset[str] = frozenset({"forward", "__call__", "_call_impl", "_wrapped_call_impl"})
 
@@ -51,3 +65,80 @@ def unmarked_entry_message(cls: str, method: str, chain: str) -> str:
         f"but is not marked as a forward entry point; decorate it with @{DECORATOR_NAME} "
         f"or call model.{MARK_METHOD_CALL}('{method}') after fabric.setup()"
     )
+
+
+# -- the runtime's side ------------------------------------------------------------------
+
+#: Environment variable read by ``import runtime_shim.auto``.
+MODE_ENV_VAR = "FWD_SHIM_MODE"
+#: Accepted modes; ``off`` only makes sense for ``runtime_shim.auto``.
+MODES: tuple[str, ...] = ("error", "warn")
+AUTO_MODES: tuple[str, ...] = ("error", "warn", "off")
+DEFAULT_MODE = "error"
+
+#: Attributes the shim keeps in a guarded module's ``__dict__``.
+GUARD_KEY = "_fwd_shim_guard"
+MARKS_KEY = "_fwd_shim_marks"
+
+def mode_from_env(environ: "os._Environ[str] | dict[str, str] | None" = None) -> str:
+    """Mode for ``runtime_shim.auto``: ``FWD_SHIM_MODE`` (default ``error``), validated."""
+    env = os.environ if environ is None else environ
+    mode = env.get(MODE_ENV_VAR, DEFAULT_MODE).strip().lower() or DEFAULT_MODE
+    if mode not in AUTO_MODES:
+        raise ValueError(f"{MODE_ENV_VAR}={mode!r}: expected one of {', '.join(AUTO_MODES)}")
+    return mode
+
+
+def check_mode(mode: str) -> str:
+    if mode not in MODES:
+        raise ValueError(f"mode must be one of {', '.join(repr(m) for m in MODES)}, got {mode!r}")
+    return mode
+
+
+def bypassed_mark_message(cls: str, method: str, chain: str) -> str:
+    """A marked method ran without being routed (called through the class, e.g. ``GPT.generate(m, x)``)."""
+    return (
+        f"{cls}.{method} is marked as a forward entry point but this call bypassed the routing "
+        f"({chain}); call it on the instance (model.{method}(...)) so it runs through the wrapper's forward"
+    )
+
+
+def generator_message(qualname: str) -> str:
+    """Same words as the decorator's rejection in ``runtime_shim.marks``."""
+    return (
+        f"@{DECORATOR_NAME} cannot mark generator {qualname}: a generator runs after "
+        "the wrapper's forward has returned, so it cannot be routed; return a list instead"
+    )
+
+
+def returned_generator_message(cls: str, method: str) -> str:
+    return (
+        f"{cls}.{method} is routed through the wrapper's forward but returned a generator, which "
+        "would run after the forward has returned (unsynchronised); return a list or tensor instead"
+    )
+
+
+def meta_device_message(cls: str, params: list[str], buffers: list[str]) -> str:
+    parts = []
+    if params:
+        parts.append("parameters " + ", ".join(params))
+    if buffers:
+        parts.append("buffers " + ", ".join(buffers))
+    return (
+        f"guarded model {cls} still has tensors on the meta device ({'; '.join(parts)}); "
+        "materialise them (model.to_empty(device=...) and re-initialise) before running it"
+    )
+
+
+def route_not_consumed_message(cls: str, method: str, wrapper: str) -> str:
+    return (
+        f"routing {cls}.{method} through {wrapper} failed: the wrapper's forward returned without "
+        "calling the wrapped module's forward"
+    )
+
+
+MARK_VALIDATION_TYPE = f"{MARK_METHOD_CALL} expects a method or a method name, but got: {{kind}}"
+MARK_VALIDATION_FORWARD = "You cannot mark the forward method itself as a forward method."
+MARK_VALIDATION_MISSING = (
+    "You marked '{name}' as a forward method, but `{cls}.{name}` does not exist or is not a method."
+)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import fnmatch
 import os
-from typing import Iterator, Sequence
+from typing import Callable, Iterator, Optional, Sequence
 
 DEFAULT_EXCLUDE = (".svn", "CVS", ".bzr", ".hg", ".git", "__pycache__", ".tox", ".nox", ".eggs", "*.egg",
                    ".venv", "venv", ".mypy_cache", ".pytest_cache", "node_modules", "site-packages")
@@ -22,8 +22,10 @@ def _is_virtualenv(directory: str) -> bool:
     return os.path.isfile(os.path.join(directory, "pyvenv.cfg"))
 
 
-def python_files(paths: Sequence[str], exclude: Sequence[str] = ()) -> Iterator[str]:
-    """Yield the files to check, in a stable order, as paths relative to how they were given."""
+def python_files(paths: Sequence[str], exclude: Sequence[str] = (),
+                 skip_dir: Optional[Callable[[str], bool]] = None) -> Iterator[str]:
+    """Yield the files to check, in a stable order, as paths relative to how they were given;
+    ``skip_dir`` leaves out more directories below the given ones."""
     for given in paths:
         if _matches(given, exclude):
             continue
@@ -35,6 +37,7 @@ def python_files(paths: Sequence[str], exclude: Sequence[str] = ()) -> Iterator[
                 d for d in dirs
                 if not _matches(os.path.join(root, d), (*DEFAULT_EXCLUDE, *exclude))
                 and not _is_virtualenv(os.path.join(root, d))
+                and not (skip_dir is not None and skip_dir(os.path.join(root, d)))
             )
             for name in sorted(files):
                 full = os.path.join(root, name)

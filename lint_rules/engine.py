@@ -1,95 +1,89 @@
-"""source -> facts -> project index -> rules -> diagnostics; shared by the CLI and flake8 plugin.
+"""source -> facts (store) -> project view -> rules -> diagnostics; shared by every front end.
 
-Front ends call ``file_facts`` (one file) or ``analyse`` (many) and only format the result.
+Front ends build a ``Run`` (options), call ``analyse`` (many files) or ``Session.check`` (one
+file at a time, for flake8) and only format what comes back. Each file is checked with the view
+of its own project (``layout``): the classes and registrations of every Python file under the
+project root, read through the facts store, plus the files the run was given.
 """
 
 from __future__ import annotations
 
-import functools
-import io
-import tokenize
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterable, Optional, Sequence, Union
+from typing import Iterable, Optional, Sequence
 
-import libcst as cst
-
-from lint_rules import contract
 from lint_rules.diagnostics import Diagnostic, FileError
-from lint_rules.extract import empty_facts, extract
-from lint_rules.facts import FileFacts
+from lint_rules.facts.model import FileFacts
+from lint_rules.layout import find_root, module_name_for, project_files
 from lint_rules.noqa import is_suppressed
-from lint_rules.project import Config, ProjectIndex, module_name_for
+from lint_rules.project import Config, ProjectIndex
 from lint_rules.rules import selected
+from lint_rules.store import FactsStore, default_cache_dir
 
 
-def source_encoding(data: bytes) -> str:
-    """The encoding Python would read ``data`` with (BOM, encoding cookie, default utf-8)."""
-    return tokenize.detect_encoding(io.BytesIO(data).readline)[0]
+@dataclass(frozen=True)
+class Run:
+    """What a run was asked for (besides its paths)."""
 
-
-def decode(data: bytes) -> str:
-    """Decode Python source as the interpreter would."""
-    return data.decode(source_encoding(data))
-
-
-def might_matter(source: str) -> bool:
-    """Text prefilter: a file without classes or registrations cannot produce a finding,
-    nor define a base class another file needs. Skipping it skips its parse."""
-    return "class" in source or contract.MARK_METHOD_CALL in source or contract.FSDP_REGISTER_CALL in source
-
-
-def facts_from_source(source: str, path: str, real_path: Optional[Path] = None) -> FileFacts:
-    """Facts of one file's text. Raises ``libcst.ParserSyntaxError`` on invalid syntax."""
-    module, is_package = "", False
-    if real_path is not None:
-        module, is_package, _ = module_name_for(real_path)
-    if not might_matter(source):
-        return empty_facts(path, module)
-    return extract(source, path, module, is_package)
-
-
-def _one_line(error: BaseException) -> str:
-    if isinstance(error, cst.ParserSyntaxError):
-        return f"syntax error at line {error.raw_line}, column {error.raw_column}: {error.message}"
-    if isinstance(error, UnicodeDecodeError):
-        return f"cannot decode: {error.reason} at byte {error.start}"
-    if isinstance(error, (SyntaxError, LookupError)):  # from tokenize.detect_encoding
-        return f"cannot decode: {error.msg if isinstance(error, SyntaxError) else error}"
-    if isinstance(error, OSError):
-        return f"cannot read: {error.strerror or error}"
-    text = str(error).strip().splitlines()
-    return f"{type(error).__name__}: {text[0] if text else ''}"
-
-
-def file_facts(path: str) -> Union[FileFacts, FileError]:
-    """Read and extract one file; any failure becomes a one-line ``FileError``."""
-    try:
-        source = decode(Path(path).read_bytes())
-        return facts_from_source(source, path, Path(path))
-    except (OSError, UnicodeDecodeError, SyntaxError, LookupError, cst.ParserSyntaxError, RecursionError) as error:
-        return FileError(path, _one_line(error))
-
-
-@functools.lru_cache(maxsize=4096)
-def load_imported(path: Path, module: str, is_package: bool) -> Optional[FileFacts]:
-    """Loader for files that are imported by analysed files but not analysed themselves."""
-    try:
-        return extract(decode(path.read_bytes()), str(path), module, is_package, locate=False)
-    except Exception:  # an unreadable dependency only means fewer facts, never a failed run
-        return None
-
-
-def new_index(config: Config) -> ProjectIndex:
-    return ProjectIndex(config=config, loader=load_imported)
+    config: Config = Config()
+    select: tuple[str, ...] = ("FWD",)
+    ignore: tuple[str, ...] = ()
+    jobs: int = 1
+    project_root: Optional[Path] = None  # None: found from each path
+    cache: bool = True
+    cache_dir: Optional[Path] = None  # None: .fwdlint_cache under the (first) project root
+    exclude: tuple[str, ...] = ()  # also left out of project views
 
 
 @dataclass
 class Result:
     diagnostics: list[Diagnostic] = field(default_factory=list)
     errors: list[FileError] = field(default_factory=list)
-    index: Optional[ProjectIndex] = None  # the run's index, for the call-style fixer
+    views: dict[Optional[Path], ProjectIndex] = field(default_factory=dict)  # by project root
+    files_read: int = 0
+    files_parsed: int = 0
+
+    def view_for(self, path: str) -> Optional[ProjectIndex]:
+        for view in self.views.values():
+            if path in view.files:
+                return view
+        return None
+
+
+class Session:
+    """One store and one project view per project root, reused for every file checked."""
+
+    def __init__(self, run: Run, first_path: Optional[str] = None) -> None:
+        self.run = run
+        cache_dir = None
+        if run.cache:
+            root = run.project_root or (find_root(Path(first_path)) if first_path else None)
+            cache_dir = run.cache_dir or (default_cache_dir(root) if root is not None else None)
+        self.store = FactsStore(cache_dir)
+        self.views: dict[Optional[Path], ProjectIndex] = {}
+
+    def root_for(self, path: str) -> Optional[Path]:
+        return self.run.project_root or find_root(Path(path))
+
+    def view(self, root: Optional[Path], given: Iterable[str] = ()) -> ProjectIndex:
+        """The project view of ``root``: every project file not among ``given``."""
+        view = self.views.get(root)
+        if view is None:
+            view = self.views[root] = ProjectIndex(config=self.run.config, loader=self._load)
+            if root is not None:
+                skip = {str(Path(p).resolve()) for p in given}
+                paths = [p for p in project_files(root, self.run.exclude) if p not in skip]
+                for outcome in self.store.facts_many(paths, jobs=self.run.jobs):
+                    if isinstance(outcome, FileFacts):
+                        view.add(outcome, module_name_for(Path(outcome.path))[2])
+        return view
+
+    def _load(self, path: Path, module: str, is_package: bool) -> Optional[FileFacts]:
+        outcome = self.store.facts(str(path), locate=False, module=(module, is_package))
+        return outcome if isinstance(outcome, FileFacts) else None
+
+    def check(self, view: ProjectIndex, facts: FileFacts, honour_noqa: bool = True) -> list[Diagnostic]:
+        return check_file(view, facts, self.run.select, self.run.ignore, honour_noqa)
 
 
 def check_file(index: ProjectIndex, facts: FileFacts, select: Sequence[str], ignore: Sequence[str],
@@ -103,26 +97,27 @@ def check_file(index: ProjectIndex, facts: FileFacts, select: Sequence[str], ign
     return sorted(found)
 
 
-def analyse(paths: Iterable[str], config: Config, select: Sequence[str] = ("FWD",),
-            ignore: Sequence[str] = (), jobs: int = 1) -> Result:
-    paths = list(paths)
+def analyse(paths: Iterable[str], run: Run = Run()) -> Result:
+    """Check ``paths``: every file is read and parsed (a failure is a ``FileError``), findings of
+    the selected rules on them are reported."""
+    paths = list(dict.fromkeys(paths))
     result = Result()
-    if not selected(tuple(select), tuple(ignore)):
-        return result
-    if jobs > 1 and len(paths) > 1:
-        with ProcessPoolExecutor(max_workers=jobs) as pool:
-            outcomes = list(pool.map(file_facts, paths, chunksize=max(1, len(paths) // (jobs * 8))))
-    else:
-        outcomes = [file_facts(p) for p in paths]
-    index = new_index(config)
-    analysed: list[FileFacts] = []
-    for path, outcome in zip(paths, outcomes):
+    session = Session(run, paths[0] if paths else None)
+    outcomes = session.store.facts_many(paths, jobs=run.jobs)
+    by_root: dict[Optional[Path], list[FileFacts]] = {}
+    for outcome in outcomes:
         if isinstance(outcome, FileError):
             result.errors.append(outcome)
-            continue
-        index.add(outcome, module_name_for(Path(path))[2])
-        analysed.append(outcome)
-    for facts in analysed:
-        result.diagnostics.extend(check_file(index, facts, select, ignore))
-    result.index = index
+        else:
+            by_root.setdefault(session.root_for(outcome.path), []).append(outcome)
+    for root, group in by_root.items() if selected(run.select, run.ignore) else ():
+        view = session.view(root, [facts.path for facts in group])
+        for facts in group:
+            view.add(facts, module_name_for(Path(facts.path))[2])
+        for facts in group:
+            result.diagnostics.extend(session.check(view, facts))
+    result.views = session.views
+    result.errors.sort()
+    result.files_read = len(session.store.read)
+    result.files_parsed = session.store.extracted
     return result

@@ -1,58 +1,40 @@
-"""flake8 front end (thin): ``FWD`` codes from the same engine the ``fwdlint`` CLI uses.
+"""flake8 front end (thin): ``FWD`` codes from the same engine and project view as ``fwdlint``.
 
 flake8 runs every installed plugin on every file, so the plugin gates itself: when no FWD code
-is selected (``flake8 --select E,F,W``) it does no parsing at all. flake8 applies ``# noqa``
-and reports syntax errors itself; a file LibCST cannot parse yields nothing here.
+is selected (``flake8 --select E,F,W``) it does no work at all. flake8 applies ``# noqa`` and
+reports syntax errors itself; a file LibCST cannot parse yields nothing here.
 
-Registrations (``mark_forward_method("name")``) count from every file flake8 was asked to check,
-as in the CLI. Each file is otherwise analysed on its own, with the files it imports loaded as
-needed, so two things need the CLI's whole-run view: mixins recognised through a subclass in
-another file, and private helpers called only from a subclass in another file.
+Each file is checked with its project's view (``layout``): every Python file under the project
+root (flake8's ``--exclude`` respected), read through the facts store and its cache. So
+``flake8 model.py`` and pre-commit given only staged files reach the verdict ``fwdlint .`` does.
+The view is built once per flake8 process.
 """
 
 from __future__ import annotations
 
 import argparse
 import ast
+import os
 from pathlib import Path
 from typing import Any, ClassVar, Iterator, Optional
 
 import libcst as cst
 
-from lint_rules import contract
-from lint_rules.discover import python_files
-from lint_rules.engine import check_file, decode, facts_from_source, new_index
-from lint_rules.extract import extract
-from lint_rules.project import Config, module_name_for
+from lint_rules import __version__, contract
+from lint_rules.diagnostics import FileError
+from lint_rules.engine import Run, Session
+from lint_rules.facts import extract
+from lint_rules.layout import module_name_for
+from lint_rules.project import Config
 from lint_rules.rules import RULES
-
-VERSION = "0.1.0"
-
-
-def _marks_from(paths: list[str]) -> list:
-    """Facts of the given files that contain registration calls (found by a text prefilter)."""
-    found = []
-    for path in python_files(paths):
-        try:
-            source = decode(Path(path).read_bytes())
-        except (OSError, UnicodeDecodeError, SyntaxError, LookupError):
-            continue
-        if contract.MARK_METHOD_CALL in source or contract.FSDP_REGISTER_CALL in source:
-            try:
-                found.append(extract(source, path))
-            except cst.ParserSyntaxError:
-                continue
-    return found
 
 
 class Plugin:
     name = "fwdlint"
-    version = VERSION
+    version = __version__
 
-    enabled_codes: ClassVar[tuple[str, ...]] = tuple(rule.CODE for rule in RULES)
-    config: ClassVar[Config] = Config()
-    mark_facts: ClassVar[Optional[list]] = None
-    filenames: ClassVar[list[str]] = []
+    run_options: ClassVar[Run] = Run()
+    session: ClassVar[Optional[Session]] = None
 
     def __init__(self, tree: ast.AST, lines: list[str], filename: str) -> None:
         self.lines = lines
@@ -65,36 +47,55 @@ class Plugin:
                           help="FWD: extra base classes that are nn.Module subclasses")
         parser.add_option("--fwd-mark-decorators", default=",".join(contract.DEFAULT_MARK_DECORATORS),
                           parse_from_config=True, comma_separated_list=True,
-                          help="FWD: decorator names that mark a forward entry point")
+                          help=f"FWD: decorator names that mark a forward entry point besides "
+                               f"@{contract.DECORATOR_NAME} (replaces the default)")
+        parser.add_option("--fwd-project-root", default="", parse_from_config=True,
+                          help="FWD: the project whose files make up the view (default: nearest "
+                               "pyproject.toml, setup.cfg, setup.py or .git)")
+        parser.add_option("--fwd-cache-dir", default="", parse_from_config=True,
+                          help="FWD: where the facts cache lives (default: .fwdlint_cache under the project root)")
+        parser.add_option("--fwd-no-cache", action="store_true", default=False, parse_from_config=True,
+                          help="FWD: neither read nor write the facts cache")
 
     @classmethod
     def parse_options(cls, options: argparse.Namespace) -> None:
-        cls.config = Config(module_bases=tuple(options.fwd_module_bases or ()),
-                            mark_decorators=tuple(options.fwd_mark_decorators or ()))
         try:
             from flake8.style_guide import Decision, DecisionEngine
 
             engine = DecisionEngine(options)
-            cls.enabled_codes = tuple(rule.CODE for rule in RULES
-                                      if engine.decision_for(rule.CODE) is Decision.Selected)
+            enabled = tuple(rule.CODE for rule in RULES if engine.decision_for(rule.CODE) is Decision.Selected)
         except (ImportError, AttributeError):  # a flake8 without the decision engine: run everything
-            cls.enabled_codes = tuple(rule.CODE for rule in RULES)
-        cls.filenames = list(getattr(options, "filenames", None) or ["."])
-        cls.mark_facts = None
+            enabled = tuple(rule.CODE for rule in RULES)
+        root = getattr(options, "fwd_project_root", "") or ""
+        cache_dir = getattr(options, "fwd_cache_dir", "") or ""
+        exclude = [*(getattr(options, "exclude", None) or ()), *(getattr(options, "extend_exclude", None) or ())]
+        cls.run_options = Run(
+            config=Config(module_bases=tuple(options.fwd_module_bases or ()),
+                          mark_decorators=tuple(options.fwd_mark_decorators or ())),
+            select=enabled or ("-",), ignore=(), project_root=Path(root).resolve() if root else None,
+            cache=not getattr(options, "fwd_no_cache", False), cache_dir=Path(cache_dir) if cache_dir else None,
+            exclude=tuple(exclude))
+        cls.session = None
 
     def run(self) -> Iterator[tuple[int, int, str, type]]:
-        if not self.enabled_codes:
+        options = Plugin.run_options
+        if options.select == ("-",):
             return
-        source = "".join(self.lines)
-        real = Path(self.filename) if self.filename not in ("stdin", "-") else None
-        try:
-            facts = facts_from_source(source, self.filename, real)
-        except (cst.ParserSyntaxError, RecursionError):
+        real = self.filename not in ("stdin", "-") and os.path.isfile(self.filename)
+        path = str(Path(self.filename).resolve()) if real else self.filename
+        if Plugin.session is None:
+            Plugin.session = Session(options, path if real else None)
+        session = Plugin.session
+        view = session.view(session.root_for(path) if real else None)
+        if real:
+            facts = session.store.facts(path)
+        else:
+            try:
+                facts = extract("".join(self.lines), path, module_name_for(Path(path))[0])
+            except (cst.ParserSyntaxError, RecursionError):
+                return
+        if isinstance(facts, FileError):
             return  # flake8 reports syntax errors (E999) itself
-        if Plugin.mark_facts is None:
-            Plugin.mark_facts = _marks_from(self.filenames) if self.enabled_codes else []
-        index = new_index(self.config)
-        index.add(facts, module_name_for(real)[2] if real is not None else None)
-        index.add_marks(Plugin.mark_facts)
-        for diagnostic in check_file(index, facts, self.enabled_codes, (), honour_noqa=False):
+        view.add(facts, module_name_for(Path(path))[2] if real else None)
+        for diagnostic in session.check(view, facts, honour_noqa=False):
             yield diagnostic.line, diagnostic.col, f"{diagnostic.code} {diagnostic.message}", type(self)

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Callable, Iterable, Optional
 
 from lint_rules import contract
-from lint_rules.facts import ClassFacts, FileFacts, MethodFacts
+from lint_rules.facts.model import ClassFacts, FileFacts, MethodFacts
 
 #: Library base classes that are ``nn.Module`` subclasses, matched by their last name so a
 #: project need not have the library's source. Extended by the ``module-bases`` option.
@@ -22,7 +22,6 @@ KNOWN_MODULE_BASES = frozenset({
     "LightningModule", "PreTrainedModel", "ModelMixin", "PreTrainedAudioTokenizerBase",
     "TimmModule", "HookedRootModule",
 })
-_LIGHTNING_PACKAGES = ("lightning", "pytorch_lightning", "lightning.pytorch")
 _NOT_MODULE_TORCH_NN = frozenset({"Parameter", "Buffer", "UninitializedParameter", "UninitializedBuffer"})
 _BUILTINS = frozenset(dir(builtins))
 
@@ -41,19 +40,6 @@ class ClassRef:
     @property
     def key(self) -> tuple[str, str]:
         return (self.file.path, self.cls.qualname)
-
-
-def module_name_for(path: Path) -> tuple[str, bool, Path]:
-    """Dotted module name of ``path`` (walking up ``__init__.py`` packages), whether it is a
-    package's ``__init__``, and the directory the top package lives in."""
-    path = path.resolve()
-    is_package = path.name == "__init__.py"
-    parts = [] if is_package else [path.stem]
-    directory = path.parent
-    while (directory / "__init__.py").is_file() and directory.parent != directory:
-        parts.append(directory.name)
-        directory = directory.parent
-    return ".".join(reversed(parts)), is_package, directory
 
 
 Loader = Callable[[Path, str, bool], Optional[FileFacts]]
@@ -179,14 +165,9 @@ class ProjectIndex:
         return self._module_cache[key]
 
     def is_lightning_class(self, ref: ClassRef) -> bool:
-        for item in self.mro(ref):
-            if item.cls.qualname == "LightningModule" and item.file.module.startswith(_LIGHTNING_PACKAGES):
-                return True
-            for base in item.cls.bases:
-                head, _, last = base.rpartition(".")
-                if last == "LightningModule" and (not head or head.startswith(_LIGHTNING_PACKAGES)):
-                    return True
-        return False
+        return any(contract.is_lightning_module(f"{item.file.module}.{item.cls.qualname}")
+                   or any(contract.is_lightning_module(base) for base in item.cls.bases)
+                   for item in self.mro(ref))
 
     def mro(self, ref: ClassRef) -> list[ClassRef]:
         """The class and its project bases, depth first, left to right, without repeats.

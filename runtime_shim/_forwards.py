@@ -16,7 +16,7 @@ import inspect
 from typing import Any, Callable
 
 from runtime_shim._state import STATE, inside, routed_here
-from runtime_shim.vocabulary import GUARD_KEY
+from lint_rules.contract import GUARD_KEY
 
 
 _checked_by_class: dict[Any, Callable[..., Any]] = {}

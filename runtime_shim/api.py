@@ -7,18 +7,18 @@ from typing import Any, Optional, TypeVar, Union
 
 from torch import nn
 
-from lint_rules.contract import MARK_METHOD_CALL
-from runtime_shim import fabric as _fabric
-from runtime_shim.marks import is_generator_function
-from runtime_shim.record import GuardRecord, records_in
-from runtime_shim.vocabulary import (
+from lint_rules.contract import (
     GUARD_KEY,
+    MARKS_KEY,
+    MARK_METHOD_CALL,
     MARK_VALIDATION_FORWARD,
     MARK_VALIDATION_MISSING,
-    MARKS_KEY,
     check_mode,
     generator_message,
 )
+from runtime_shim import fabric as _fabric
+from runtime_shim.marks import is_generator_function
+from runtime_shim.record import GuardRecord, records_in
 from runtime_shim.wrappers import describe_supported, identify, is_fabric_module
 
 W = TypeVar("W", bound=nn.Module)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from runtime_shim.vocabulary import mode_from_env
+from lint_rules.contract import mode_from_env
 
 MODE = mode_from_env()
 if MODE != "off":

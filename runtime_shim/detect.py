@@ -19,7 +19,7 @@ from typing import Any, Optional
 import torch
 
 from lint_rules.contract import NEVER_ENTRY, format_chain, is_dunder
-from runtime_shim.vocabulary import GUARD_KEY
+from lint_rules.contract import GUARD_KEY
 
 _SHIM_DIR = os.path.dirname(os.path.abspath(__file__))
 #: Frames in torch itself (module call machinery, FSDP's register_fsdp_forward_method wrapper,

@@ -15,7 +15,7 @@ from typing import Any, Callable
 from torch import nn
 
 from runtime_shim._state import STATE, inside, routed_here
-from runtime_shim.vocabulary import GUARD_KEY
+from lint_rules.contract import GUARD_KEY
 
 _DYNAMIC: dict[type, type] = {}
 

@@ -19,7 +19,7 @@ import weakref
 from typing import Any, Callable, Optional
 
 from runtime_shim.api import guard, unguard
-from runtime_shim.vocabulary import GUARD_KEY, check_mode
+from lint_rules.contract import GUARD_KEY, check_mode
 from runtime_shim.wrappers import FABRIC_MODULES
 
 _lock = threading.RLock()

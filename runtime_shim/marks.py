@@ -9,8 +9,7 @@ from __future__ import annotations
 import inspect
 from typing import Any, Callable, TypeVar
 
-from lint_rules.contract import DECORATOR_NAME, MARK_ATTRIBUTE
-from runtime_shim.vocabulary import generator_message
+from lint_rules.contract import DECORATOR_NAME, MARK_ATTRIBUTE, generator_message
 
 F = TypeVar("F", bound=Callable[..., Any])
 

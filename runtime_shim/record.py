@@ -18,21 +18,22 @@ from typing import Any, Callable, Iterable, Optional
 import torch
 from torch import nn
 
-from lint_rules.contract import LIGHTNING_STEP_METHODS, unmarked_entry_message
+from lint_rules.contract import (
+    GUARD_KEY,
+    LIGHTNING_STEP_METHODS,
+    MARKS_KEY,
+    bypassed_mark_message,
+    is_lightning_module,
+    meta_device_message,
+    returned_generator_message,
+    route_not_consumed_message,
+    unmarked_entry_message,
+)
 from runtime_shim import _forwards
 from runtime_shim._state import STATE, inside
 from runtime_shim.detect import find_entry, user_class_name
 from runtime_shim.errors import MetaDeviceError, UnmarkedEntryError, UnmarkedEntryWarning
 from runtime_shim.marks import is_marked
-from runtime_shim.vocabulary import (
-    GUARD_KEY,
-    LIGHTNING_MODULE_CLASSES,
-    MARKS_KEY,
-    bypassed_mark_message,
-    meta_device_message,
-    returned_generator_message,
-    route_not_consumed_message,
-)
 
 _WRAPPER_PREFIXES = ("_fsdp_wrapped_module.", "_checkpoint_wrapped_module.", "_orig_mod.")
 _class_marks_cache: "weakref.WeakKeyDictionary[type, frozenset[str]]" = weakref.WeakKeyDictionary()
@@ -54,7 +55,7 @@ def class_marks(cls: type) -> frozenset[str]:
             seen.add(name)
             if is_marked(value):
                 marked.add(name)
-    if any(k.__name__ in LIGHTNING_MODULE_CLASSES for k in cls.__mro__):
+    if any(is_lightning_module(f"{k.__module__}.{k.__qualname__}") for k in cls.__mro__):
         marked |= {n for n in LIGHTNING_STEP_METHODS if callable(getattr(cls, n, None))}
     result = frozenset(marked)
     _class_marks_cache[cls] = result

@@ -1,4 +1,8 @@
-"""Reading the fixtures: cases and the expectations written as comments on reported lines."""
+"""Reading the fixtures: cases and the expectations written as comments on reported lines.
+
+Generic over rules: ``# expect: FWDxxx "a piece of the message"`` on the reported line, for any code.
+The same reader serves the fixture directories (``fixtures/fwd*/``, the demo project) and the
+rules' own INVALID examples."""
 
 from __future__ import annotations
 
@@ -12,7 +16,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "fixtures"
 
-EXPECT = re.compile(r'#\s*expect(?:\[(?P<only>cli|flake8)\])?:\s*(?P<code>FWD\d{3})(?:\s+"(?P<text>[^"]*)")?')
+EXPECT = re.compile(r'#\s*expect:\s*(?P<code>FWD\d{3})(?:\s+"(?P<text>[^"]*)")?')
 
 
 @dataclass(frozen=True)
@@ -30,15 +34,21 @@ class Case:
     args: tuple[str, ...]
     files: tuple[Path, ...]
 
-    def expected(self, front_end: str) -> list[Expected]:
+    def expected(self) -> list[Expected]:
         found = []
         for file in self.files:
-            for number, line in enumerate(file.read_text(encoding="utf-8").splitlines(), 1):
-                for match in EXPECT.finditer(line):
-                    if match["only"] in (None, front_end):
-                        found.append(Expected(file.relative_to(self.cwd).as_posix(), number, match["code"],
-                                              match["text"] or ""))
+            found.extend(expectations(file.read_text(encoding="utf-8"), file.relative_to(self.cwd).as_posix()))
         return sorted(found, key=lambda e: (e.path, e.line))
+
+
+def expectations(source: str, path: str) -> list[Expected]:
+    return [Expected(path, number, match["code"], match["text"] or "")
+            for number, line in enumerate(source.splitlines(), 1) for match in EXPECT.finditer(line)]
+
+
+def rule_fixture_dirs() -> list[Path]:
+    """``fixtures/fwd001``, ``fixtures/fwd002``...: one directory of cases per rule."""
+    return sorted(p for p in FIXTURES.iterdir() if p.is_dir() and re.fullmatch(r"fwd\d{3}", p.name))
 
 
 def cases(directory: Path) -> list[Case]:
@@ -46,7 +56,7 @@ def cases(directory: Path) -> list[Case]:
     for entry in sorted(directory.iterdir()):
         if entry.suffix == ".py":
             result.append(Case(entry.stem, directory, (entry.name,), (entry,)))
-        elif entry.is_dir() and not entry.name.startswith((".", "__")):
+        elif entry.is_dir() and not entry.name.startswith((".", "__")) and any(entry.rglob("*.py")):
             result.append(Case(entry.name, entry, (".",), tuple(sorted(entry.rglob("*.py")))))
     return result
 
@@ -75,3 +85,18 @@ def flake8_rows(proc: subprocess.CompletedProcess) -> list[tuple[str, int, int, 
         path, row, col, code, text = line.split("\t", 4)
         rows.append((Path(path).as_posix().removeprefix("./"), int(row), int(col), code, text))
     return rows
+
+
+def check_reported(case_dir: Path, expected: list[Expected], reported: list[tuple[str, int, int, str, str, str]]) -> None:
+    """``reported``: (path, line, 1-based col, code, message, symbol) from either front end. Every
+    expectation and nothing else is reported; the message holds the expected piece; the column
+    points at the reported symbol's last part (the method, the call)."""
+    got = sorted((path, line, code) for path, line, _, code, _, _ in reported)
+    assert got == [(e.path, e.line, e.code) for e in expected], reported
+    by_place = {(path, line): (col, message, symbol) for path, line, col, _, message, symbol in reported}
+    for e in expected:
+        col, message, symbol = by_place[(e.path, e.line)]
+        assert e.text in message, (e, message)
+        text = (case_dir / e.path).read_text(encoding="utf-8").splitlines()[e.line - 1]
+        if symbol:
+            assert text[col - 1:].startswith(symbol.rpartition(".")[2]), (e, col, text)

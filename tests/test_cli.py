@@ -110,8 +110,37 @@ def test_usage_errors(project: Path) -> None:
     assert run_cli(project, "--no-such-option").returncode == 2
 
 
-def test_prefilter_skips_files_that_cannot_matter(project: Path) -> None:
-    """A file with no class and no registration is not parsed at all (speed); its syntax
-    errors are left to Python and flake8."""
-    (project / "no_classes.py").write_text("def (:\n")
-    assert run_cli(project, "no_classes.py").returncode == 0
+def test_every_given_file_is_checked_for_syntax(project: Path) -> None:
+    """A file with no class and no registration cannot hold a finding, but a syntax error in it
+    is still reported (exit 2), with the position Python gives; the other files are checked."""
+    (project / "no_classes.py").write_text("x = 1\ndef (:\n")
+    proc = run_cli(project, "no_classes.py", "good.py")
+    assert proc.returncode == 2
+    assert proc.stderr == "no_classes.py: error: syntax error at line 2, column 5: invalid syntax\n"
+    assert "good.py:4:9: FWD001" in proc.stdout
+
+
+def test_prefilter_spares_libcst_for_files_that_cannot_matter(project: Path,
+                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    """Files without classes or registrations get CPython's (fast) syntax check, never LibCST's parse."""
+    import libcst
+
+    from lint_rules.engine import Run, analyse
+
+    def refuse(*args: object, **kwargs: object) -> None:
+        raise AssertionError("LibCST parse")
+
+    monkeypatch.setattr(libcst, "parse_module", refuse)
+    (project / "plain.py").write_text("import os\n\ndef f(x):\n    return os.path.join(x, 'a')\n")
+    result = analyse([str(project / "plain.py")], Run(cache=False))
+    assert result.errors == [] and result.diagnostics == [] and result.files_parsed == 1
+
+
+def test_libcst_only_failure_is_named(project: Path) -> None:
+    """Valid Python that LibCST cannot parse is reported as LibCST's failure, not as a syntax error."""
+    (project / "walrus.py").write_text("class A:\n    pass\n\n(x): bool = True\n")
+    proc = run_cli(project, "walrus.py")
+    if proc.returncode == 0:
+        pytest.skip("this LibCST parses parenthesised annotated assignments")
+    assert proc.returncode == 2
+    assert proc.stderr.startswith("walrus.py: error: LibCST cannot parse this file (Python 3.")

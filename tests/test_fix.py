@@ -12,10 +12,10 @@ from pathlib import Path
 import pytest
 from fixture_cases import FIXTURES, run_cli
 
-from lint_rules import fix, fix_decorator
-from lint_rules.engine import analyse
-from lint_rules.fix_verify import FixRefused, Plan, verify
-from lint_rules.project import Config
+from lint_rules.fix import decorator as fix_decorator
+from lint_rules.fix import run as fix
+from lint_rules.engine import Run, analyse
+from lint_rules.fix.verify import FixRefused, Plan, verify
 
 CODEMOD = FIXTURES / "codemod"
 PAIRS = sorted(p.name[: -len(".in.py")] for p in CODEMOD.glob("*.in.py"))
@@ -25,13 +25,13 @@ BAD_FIXED = (b"import torch.nn as nn\nfrom runtime_shim import forward_entry\n\n
 
 
 def _fix(*paths: Path, jobs: int = 1) -> fix.FixRun:
-    run = fix.plan([str(p) for p in paths], Config(), jobs=jobs)
+    run = fix.plan([str(p) for p in paths], Run(jobs=jobs))
     fix.write(run)
     return run
 
 
 def _fwd001(path: Path) -> list[str]:
-    return [d.symbol for d in analyse([str(path)], Config()).diagnostics if d.code == "FWD001"]
+    return [d.symbol for d in analyse([str(path)], Run()).diagnostics if d.code == "FWD001"]
 
 
 def test_enough_pairs() -> None:
@@ -51,7 +51,7 @@ def test_codemod_pair(name: str, tmp_path: Path) -> None:
     # every finding fixed; a second pass changes nothing; nothing is reported any more
     assert sorted(d.symbol for d in run.fixed) == sorted(before)
     assert run.unfixed == []
-    again = fix.plan([str(target)], Config())
+    again = fix.plan([str(target)], Run())
     assert again.changed == [] and again.unfixed == [] and again.errors == []
     assert _fwd001(target) == []
 
@@ -169,7 +169,7 @@ def test_symlink_target_is_fixed_and_link_kept(tmp_path: Path) -> None:
 def test_file_changed_on_disk_is_not_overwritten(tmp_path: Path) -> None:
     target = tmp_path / "m.py"
     target.write_bytes(BAD)
-    run = fix.plan([str(target)], Config())
+    run = fix.plan([str(target)], Run())
     target.write_bytes(BAD + b"# edited meanwhile\n")
     fix.write(run)
     assert target.read_bytes() == BAD + b"# edited meanwhile\n"
@@ -216,7 +216,7 @@ def test_fixer_only_parses_files_with_findings(tmp_path: Path, monkeypatch: pyte
         (tmp_path / f"clean{index}.py").write_text("import torch.nn as nn\n\nclass C(nn.Module):\n    pass\n")
     seen: list[str] = []
     original = fix_decorator.fix_source
-    monkeypatch.setattr(fix, "fix_source",
+    monkeypatch.setattr(fix_decorator, "fix_source",
                         lambda path, old, d: seen.append(os.path.basename(path)) or original(path, old, d))
-    fix.plan([str(p) for p in sorted(tmp_path.iterdir())], Config())
+    fix.plan([str(p) for p in sorted(tmp_path.iterdir())], Run())
     assert seen == ["m.py"]

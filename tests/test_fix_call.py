@@ -117,9 +117,10 @@ def test_one_line_suite_is_not_edited(tmp_path: Path) -> None:
 
 
 def test_refused_call_fix_leaves_files_untouched(tmp_path: Path, monkeypatch) -> None:
-    from lint_rules import fix, fix_call
-    from lint_rules.fix_verify import FixRefused
-    from lint_rules.project import Config
+    from lint_rules.fix import call as fix_call
+    from lint_rules.fix import run as fix
+    from lint_rules.fix.verify import FixRefused
+    from lint_rules.engine import Run
 
     work = tmp_path / "project"
     shutil.copytree(PAIR / "in", work)
@@ -129,7 +130,7 @@ def test_refused_call_fix_leaves_files_untouched(tmp_path: Path, monkeypatch) ->
 
     monkeypatch.setattr(fix_call, "verify", refuse)
     monkeypatch.chdir(work)
-    run = fix.plan(["model.py", "train.py"], Config(), style="call")
+    run = fix.plan(["model.py", "train.py"], Run(), style="call")
     fix.write(run)
     assert _tree(work) == _tree(PAIR / "in")
     assert [(e.path, e.message) for e in run.errors] == [

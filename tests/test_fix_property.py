@@ -18,9 +18,8 @@ import libcst as cst
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from lint_rules import fix
-from lint_rules.engine import analyse
-from lint_rules.project import Config
+from lint_rules.fix import run as fix
+from lint_rules.engine import Run, analyse
 
 # Method bodies from fixtures/fwd001 (computation_self.py, computation_submodules.py, ...):
 # (body lines, whether FWD001 reports it when undecorated and not private-called).
@@ -137,8 +136,8 @@ def test_fix_properties(source: bytes) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / f"generated_{next(_counter)}.py"
         path.write_bytes(source)
-        before = [d for d in analyse([str(path)], Config()).diagnostics if d.code == "FWD001"]
-        run = fix.plan([str(path)], Config())
+        before = [d for d in analyse([str(path)], Run()).diagnostics if d.code == "FWD001"]
+        run = fix.plan([str(path)], Run())
         assert run.errors == [] and run.unfixed == []
         fix.write(run)
         fixed = path.read_bytes()
@@ -162,6 +161,6 @@ def test_fix_properties(source: bytes) -> None:
         assert all(line.endswith(b"forward_entry") or line.startswith(b"from runtime_shim import")
                    or line in (b"forward_entry,", b"forward_entry as shim_forward_entry,") for line in inserted)
         # nothing left to report, second pass is a no-op
-        assert [d for d in analyse([str(path)], Config()).diagnostics if d.code == "FWD001"] == []
-        again = fix.plan([str(path)], Config())
+        assert [d for d in analyse([str(path)], Run()).diagnostics if d.code == "FWD001"] == []
+        again = fix.plan([str(path)], Run())
         assert again.changed == [] and again.unfixed == [] and again.errors == []

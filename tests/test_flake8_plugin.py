@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from fixture_cases import FIXTURES, flake8_rows, run_flake8
 
-from lint_rules import engine
+from lint_rules import flake8_plugin, store
 from lint_rules.flake8_plugin import Plugin
 
 SOURCE = "import torch.nn as nn\n\nclass M(nn.Module):\n    def gen(self, x):\n        return self(x)\n"
@@ -24,10 +24,11 @@ def _options(**overrides: object) -> argparse.Namespace:
 
 def test_plugin_does_no_parsing_when_fwd_is_not_selected(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     calls: list[str] = []
-    monkeypatch.setattr(engine, "extract", lambda *a, **k: calls.append("parsed"))
+    monkeypatch.setattr(store, "extract", lambda *a, **k: calls.append("parsed"))
+    monkeypatch.setattr(flake8_plugin, "extract", lambda *a, **k: calls.append("parsed"))
     Plugin.parse_options(_options(select=["E", "W", "C90"], filenames=[str(tmp_path)]))
     assert list(Plugin(None, SOURCE.splitlines(True), "m.py").run()) == []
-    assert calls == []
+    assert calls == [] and Plugin.session is None
 
 
 def test_plugin_reports_with_zero_based_columns(tmp_path: Path) -> None:

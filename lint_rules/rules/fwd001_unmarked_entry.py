@@ -57,13 +57,16 @@ from typing import Iterator
 from lint_rules import contract
 from lint_rules.computation import analysis_for
 from lint_rules.diagnostics import Diagnostic
-from lint_rules.facts import DYNAMIC_CALL, SELF_CALL, SUPER_CALL, ClassFacts, FileFacts, MethodFacts
+from lint_rules.facts.model import DYNAMIC_CALL, SELF_CALL, SUPER_CALL, ClassFacts, FileFacts, MethodFacts
+from lint_rules.fix import call, decorator
 from lint_rules.project import ClassRef, ProjectIndex
 from lint_rules.rules.base import Invalid, Valid
 
 CODE = "FWD001"
-_MIXIN_EVIDENCE = frozenset({SELF_CALL, SUPER_CALL, DYNAMIC_CALL})
 NAME = "unmarked-forward-entry"
+NEEDS = ("classes", "entry_uses", "marks")
+FIXERS = {"decorator": decorator.fix, "call": call.fix}
+_MIXIN_EVIDENCE = frozenset({SELF_CALL, SUPER_CALL, DYNAMIC_CALL})
 
 VALID = (
     Valid("""
@@ -125,14 +128,14 @@ class GPT(nn.Module):
     def forward(self, x):
         return x
 
-    def generate(self, x):
+    def generate(self, x):  # expect: FWD001 "GPT.generate runs the module's forward computation outside forward (generate -> _sample -> blk(...) with blk from self.blocks at line 16)"
         return self._sample(x)
 
     def _sample(self, x):
         for blk in self.blocks:
             x = blk(x)
         return x
-""", ("GPT.generate",)),
+"""),
     Invalid("""
 from torch import nn
 
@@ -141,13 +144,13 @@ class VAE(nn.Module):
         super().__init__()
         self.enc = enc
 
-    def encode(self, x):
+    def encode(self, x):  # expect: FWD001 "(encode -> self.enc.forward(...) at line 9) but is not marked"
         return self.enc.forward(x)
 
     @property
     def latent(self):
         return self.enc(None)
-""", ("VAE.encode",)),
+"""),
 )
 
 
@@ -166,16 +169,16 @@ def _may_compute_alone(cls: ClassFacts) -> bool:
     return any(use.kind in _MIXIN_EVIDENCE for method in cls.methods for use in method.uses)
 
 
-def check(index: ProjectIndex, facts: FileFacts) -> Iterator[Diagnostic]:
+def check(view: ProjectIndex, facts: FileFacts) -> Iterator[Diagnostic]:
     for cls in facts.classes:
         ref = ClassRef(facts, cls)
-        if not (index.is_module_class(ref) or (_may_compute_alone(cls) and index.is_module_mixin(ref))):
+        if not (view.is_module_class(ref) or (_may_compute_alone(cls) and view.is_module_mixin(ref))):
             continue
-        analysis = analysis_for(index, ref)
-        lightning = index.is_lightning_class(ref)
+        analysis = analysis_for(view, ref)
+        lightning = view.is_lightning_class(ref)
         called: set[str] | None = None
         for method in cls.methods:
-            if _exempt(method, lightning) or index.is_marked(method):
+            if _exempt(method, lightning) or view.is_marked(method):
                 continue
             chain = analysis.chain(method.name)
             if chain is None:

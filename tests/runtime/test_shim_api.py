@@ -13,7 +13,7 @@ from torch import nn
 import runtime_shim
 from lint_rules.contract import MARK_ATTRIBUTE
 from runtime_shim import UnmarkedEntryError, forward_entry, guard, mark_forward_method
-from runtime_shim.vocabulary import mode_from_env
+from lint_rules.contract import mode_from_env
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 

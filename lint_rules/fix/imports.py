@@ -24,16 +24,8 @@ from typing import Optional, Union
 
 import libcst as cst
 
+from lint_rules.facts.walk import dotted_name as dotted
 from lint_rules.positions import node_positions
-
-
-def dotted(expr: cst.BaseExpression) -> Optional[str]:
-    if isinstance(expr, cst.Name):
-        return expr.value
-    if isinstance(expr, cst.Attribute):
-        head = dotted(expr.value)
-        return f"{head}.{expr.attr.value}" if head else None
-    return None
 
 
 def expression(text: str) -> Union[cst.Name, cst.Attribute]:

@@ -1,36 +1,28 @@
-"""``fwdlint --fix`` / ``--diff``: turn FWD001 findings into marks.
+"""``fwdlint --fix`` / ``--diff``: turn findings into edits.
 
-Data flow: the engine's diagnostics (path, def line, ``Class.method``) -> per-file codemods
-(``fix_decorator`` or ``fix_call``) -> ``fix_verify`` (only planned lines added, still parses and
+Data flow: the engine's analysis (diagnostics, facts, project views) -> each rule's fixer for the
+chosen style (``rules/*.FIXERS``) -> ``verify`` (only planned lines added, still parses and
 compiles) -> a unified diff or an atomic write (``atomic``). Files without findings are never
 parsed again, and a file whose fix is refused is left untouched and reported.
-
-Per-file work is independent in the decorator style, so ``-j N`` runs it in worker processes;
-results are collected in path order, so the output does not depend on ``N``.
 """
 
 from __future__ import annotations
 
 import difflib
 import re
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
-from itertools import groupby
 from pathlib import Path
-from typing import Iterable, Sequence
+from typing import Iterable
 
-import libcst as cst
-
-from lint_rules.atomic import ChangedOnDisk, atomic_write
 from lint_rules.diagnostics import Diagnostic, FileError
-from lint_rules.engine import analyse, decode
-from lint_rules.fix_decorator import fix_source
-from lint_rules.fix_result import FileFix, Unfixed
-from lint_rules.project import Config
+from lint_rules.engine import Run, analyse
+from lint_rules.fix.atomic import ChangedOnDisk, atomic_write
+from lint_rules.fix.result import FileFix, FixContext, Unfixed
+from lint_rules.rules import RULES
+from lint_rules.source import decode
 
-FIXABLE = "FWD001"
 _LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+$")  # Python's line ends only (not \f, \u2028)
-STYLES = ("decorator", "call")
+STYLES: tuple[str, ...] = tuple(dict.fromkeys(style for rule in RULES for style in rule.FIXERS))
 
 
 @dataclass
@@ -50,50 +42,31 @@ class FixRun:
         return [d for f in self.changed for d in f.fixed]
 
 
-def _decorate(task: tuple[str, tuple[Diagnostic, ...]]) -> FileFix:
-    """One file of the decorator style (a top-level function: it runs in worker processes)."""
-    path, diagnostics = task
-    try:
-        old = Path(path).read_bytes()
-        return fix_source(path, old, diagnostics)
-    except (OSError, cst.ParserSyntaxError, RecursionError, SyntaxError, UnicodeDecodeError) as error:
-        text = str(error).strip()
-        message = f"fix not applied: {type(error).__name__}: {text.splitlines()[0] if text else ''}"
-        return FileFix(path, error=message, unfixed=[Unfixed(d, "fix failed") for d in diagnostics])
-
-
-def _map(function, tasks: list, jobs: int) -> list:
-    if jobs > 1 and len(tasks) > 1:
-        with ProcessPoolExecutor(max_workers=min(jobs, len(tasks))) as pool:
-            return list(pool.map(function, tasks))
-    return [function(task) for task in tasks]
-
-
-def plan(paths: Iterable[str], config: Config, select: Sequence[str] = ("FWD",), ignore: Sequence[str] = (),
-         jobs: int = 1, style: str = "decorator") -> FixRun:
+def plan(paths: Iterable[str], run: Run = Run(), style: str = "decorator") -> FixRun:
     """Analyse ``paths`` and compute (not write) the fixes."""
-    paths = list(paths)
-    analysis = analyse(paths, config, select=select, ignore=ignore, jobs=jobs)
-    run = FixRun(errors=list(analysis.errors))
-    fixable = [d for d in analysis.diagnostics if d.code == FIXABLE]
-    run.unfixed.extend(Unfixed(d, f"no automatic fix for {d.code}")
-                       for d in analysis.diagnostics if d.code != FIXABLE)
-    if style == "call":
-        from lint_rules.fix_call import fix_calls  # only the call style needs the whole project
-
-        files, unfixed = fix_calls(paths, analysis.index, fixable)
-        run.files.extend(files)
-        run.unfixed.extend(unfixed)
-    else:
-        tasks = [(path, tuple(group)) for path, group in groupby(sorted(fixable), key=lambda d: d.path)]
-        run.files.extend(_map(_decorate, tasks, jobs))
-    for file in run.files:
-        run.unfixed.extend(file.unfixed)
+    paths = list(dict.fromkeys(paths))
+    analysis = analyse(paths, run)
+    result = FixRun(errors=list(analysis.errors))
+    context = FixContext(paths, analysis, run.jobs)
+    for rule in RULES:
+        found = [d for d in analysis.diagnostics if d.code == rule.CODE]
+        if not found:
+            continue
+        fixer = rule.FIXERS.get(style)
+        if fixer is None:
+            result.unfixed.extend(Unfixed(d, f"no automatic fix for {d.code} in the {style} style") for d in found)
+            continue
+        files, unfixed = fixer(context, found)
+        result.files.extend(files)
+        result.unfixed.extend(unfixed)
+    result.files.sort(key=lambda f: f.path)
+    for file in result.files:
+        result.unfixed.extend(file.unfixed)
         if file.error is not None:
-            run.errors.append(FileError(file.path, file.error))
-    run.unfixed.sort(key=lambda u: u.diagnostic)
-    run.errors.sort()
-    return run
+            result.errors.append(FileError(file.path, file.error))
+    result.unfixed.sort(key=lambda u: u.diagnostic)
+    result.errors.sort()
+    return result
 
 
 def write(run: FixRun) -> None:

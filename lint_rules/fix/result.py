@@ -1,12 +1,17 @@
-"""What fixing one file produced; plain data so ``-j N`` workers can send it back."""
+"""What fixers get and give: the run they fix, and what fixing one file produced (plain data,
+so ``-j N`` workers can send it back)."""
 
 from __future__ import annotations
 
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
-from typing import Optional
+from typing import TYPE_CHECKING, Any, Callable, Optional, Sequence
 
 from lint_rules.diagnostics import Diagnostic
 from lint_rules.noqa import NOQA_INLINE, is_suppressed
+
+if TYPE_CHECKING:
+    from lint_rules.engine import Result
 
 
 @dataclass(frozen=True)
@@ -40,3 +45,25 @@ def line_suppresses(text: str, line: int, code: str) -> bool:
     if match is None:
         return False
     return is_suppressed(((line, (match.group("codes") or "").strip()),), line, code)
+
+
+@dataclass
+class FixContext:
+    """What a fixer may read: the files the run was given and the analysis of them."""
+
+    paths: Sequence[str]
+    analysis: "Result"
+    jobs: int = 1
+
+
+#: A rule's fixer: turns that rule's findings into file edits (``FileFix``) and says why the
+#: others cannot be fixed. It edits; what to edit comes from the diagnostics and the facts.
+Fixer = Callable[[FixContext, Sequence[Diagnostic]], tuple[list[FileFix], list[Unfixed]]]
+
+
+def map_tasks(function: Callable[[Any], Any], tasks: list, jobs: int) -> list:
+    """``function`` over ``tasks`` in order, in ``jobs`` worker processes if that helps."""
+    if jobs > 1 and len(tasks) > 1:
+        with ProcessPoolExecutor(max_workers=min(jobs, len(tasks))) as pool:
+            return list(pool.map(function, tasks))
+    return [function(task) for task in tasks]

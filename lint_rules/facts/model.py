@@ -1,9 +1,10 @@
 """What one file says, as plain data: the output of the single LibCST pass over a file.
 
 Everything here is a frozen dataclass of strings, ints and tuples, so facts can cross process
-boundaries (``-j N``), be cached, and be shared by the CLI, the flake8 plugin and the fixer.
-Nothing in this module knows about other files: names are resolved through the file's own
-imports only; the project index (``project.py``) does the cross-file work.
+boundaries (``-j N``), be stored as JSON in the facts store (``codec.py``), and be shared by the
+CLI, the flake8 plugin and the fixers. Nothing in this module knows about other files: names are
+resolved through the file's own imports only; the project view (``project.py``) does the
+cross-file work. Adding a field means bumping ``codec.FORMAT``.
 """
 
 from __future__ import annotations
@@ -75,6 +76,20 @@ class Mark:
 
 
 @dataclass(frozen=True)
+class WrapSite:
+    """A statement that sets up a model for distributed execution (``model = fabric.setup(model)``,
+    ``fully_shard(model)``); one per set-up variable."""
+
+    kind: str  # "fabric" or "fsdp2"
+    var: str  # the variable that holds the set-up model afterwards: "model", "self.model"
+    cls: str  # the model's class as a dotted reference resolved through imports ("" if unknown)
+    line: int  # first line of the statement
+    scope: str  # qualified name of the enclosing function ("" at module level)
+    called: tuple[str, ...]  # method names called on ``var`` later in the same scope
+    inline: bool = False  # the statement shares its line with a block header: no room after it
+
+
+@dataclass(frozen=True)
 class FileFacts:
     path: str
     module: str  # dotted module name derived from the path ("" if unknown)
@@ -88,6 +103,7 @@ class FileFacts:
     # Module-level functions that methods pass ``self`` to, read with that parameter as self:
     # (position of the parameter, the function as MethodFacts).
     delegates: tuple[tuple[int, MethodFacts], ...] = field(default=())
+    wrap_sites: tuple[WrapSite, ...] = field(default=())
     # False when the text prefilter skipped the parse: no classes, no marks, imports unknown.
     parsed: bool = True
 

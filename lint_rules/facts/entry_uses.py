@@ -1,23 +1,26 @@
-"""What one method body does: the uses that may be module computation, local aliases of
-submodules, and what is assigned to ``self.<attr>``. Part of the single pass in ``extract``."""
+"""Collector ``entry_uses``: what each method body does that may be module computation.
+
+Per method (nested functions, lambdas and comprehensions included): the uses (``self(...)``,
+``self.enc(x)``, ``self.vae.encode(x)``, ``helper(self)``...), local aliases of submodules, what is
+assigned to ``self.<attr>``, and which attributes it returns. Module-level functions that a method
+passes ``self`` to are read afterwards with that parameter standing for ``self`` (delegates).
+"""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Callable, Optional
+import dataclasses
+from typing import Any, Callable, Optional
 
 import libcst as cst
 
 from lint_rules import contract
-from lint_rules.cst_walk import (
-    LEAVES, child_nodes, dotted_name, is_super_call, is_type_of, render_chain, split_chain, string_value,
+from lint_rules.facts.model import (
+    ATTR_CALL, DELEGATE_CALL, DYNAMIC_CALL, RESULT_CALL, SELF_CALL, SRC_ATTR, SRC_CALL, SRC_MODULE, SRC_NOT_MODULE,
+    SRC_PARAM, SRC_PARAM_CALL, SRC_UNKNOWN, SUB_CALL, SUB_METHOD, SUB_RESULT, SUPER_CALL, MethodFacts, Source, Use,
 )
-from lint_rules.facts import (
-    ATTR_CALL, DELEGATE_CALL, DYNAMIC_CALL, RESULT_CALL, SELF_CALL, SRC_ATTR, SRC_CALL, SRC_NOT_MODULE, SRC_PARAM,
-    SRC_PARAM_CALL, SRC_UNKNOWN, SUB_CALL, SUB_METHOD, SUB_RESULT, SUPER_CALL, Source, Use,
-)
-
-if TYPE_CHECKING:
-    from lint_rules.extract import FileScan
+from lint_rules.facts.names import Names
+from lint_rules.facts.traversal import Collector, FileWalk, Scope
+from lint_rules.facts.walk import dotted_name, is_super_call, is_type_of, render_chain, split_chain, string_value
 
 # Functions that run the module or callable given as their first argument.
 _RUNS_ARGUMENT = frozenset({
@@ -42,12 +45,10 @@ Shape = object
 
 
 class MethodScan:
-    """Uses and attribute assignments of one method body (nested functions and lambdas included)."""
+    """Uses and attribute assignments of one method body (its nested functions included)."""
 
-    def __init__(self, file: "FileScan", self_name: Optional[str], params: dict[str, cst.Param],
-                 local_prefix: str):
-        self.file = file
-        self.local_prefix = local_prefix  # qualname prefix of classes defined inside this body
+    def __init__(self, names: Names, self_name: Optional[str], params: dict[str, cst.Param]):
+        self.names = names
         self.self_name = self_name
         self.params = params
         self.uses: list[tuple[cst.CSTNode, Use]] = []
@@ -59,37 +60,36 @@ class MethodScan:
         self.registered: list[str] = []
         self.returns: list[str] = []  # attributes returned as `return self.<attr>...`
 
-    # -- walking ---------------------------------------------------------------------------
-    def scan(self, node: cst.CSTNode) -> None:
-        stack = [node]
-        pop, push = stack.pop, stack.extend
-        while stack:
-            current = pop()
-            kind = type(current)
-            if kind in LEAVES:
-                continue
-            if kind is cst.Call:
-                self.on_call(current)  # type: ignore[arg-type]
-            elif kind is cst.ClassDef:
-                self.file.scan_class(current, self.local_prefix)  # type: ignore[arg-type]
-                continue
-            elif kind is cst.FunctionDef:
-                self.file.def_names.append(current)  # type: ignore[arg-type]
-            elif kind is cst.For or kind is cst.CompFor:
-                self.bind(current.target, self.shape(current.iter))  # type: ignore[attr-defined]
-            elif kind is cst.Assign:
-                for target in current.targets:  # type: ignore[attr-defined]
-                    self.on_assign(target.target, current.value)  # type: ignore[attr-defined]
-            elif kind is cst.AnnAssign and current.value is not None:  # type: ignore[attr-defined]
-                self.on_assign(current.target, current.value)  # type: ignore[attr-defined]
-            elif kind is cst.Import or kind is cst.ImportFrom:
-                self.file.on_import(current)
-                continue
-            elif kind is cst.Return and current.value is not None:  # type: ignore[attr-defined]
-                root, steps = split_chain(current.value)  # type: ignore[attr-defined]
-                if self.is_self(root) and steps and steps[0] is not None:
-                    self.returns.append(steps[0])
-            push(child_nodes(current))
+    @classmethod
+    def for_function(cls, names: Names, node: cst.FunctionDef, kind: str, self_position: int = 0) -> "MethodScan":
+        params = node.params
+        positional = [*params.posonly_params, *params.params]
+        self_name = None
+        if kind not in ("staticmethod", "classmethod") and self_position < len(positional):
+            self_name = positional[self_position].name.value
+        all_params = [*positional, *params.kwonly_params]
+        for extra in (params.star_arg, params.star_kwarg):
+            if isinstance(extra, cst.Param):
+                all_params.append(extra)
+        return cls(names, self_name, {p.name.value: p for p in all_params if p.name.value != self_name})
+
+    # -- events from the walk ----------------------------------------------------------------
+    def on_for(self, node: cst.For | cst.CompFor) -> None:
+        self.bind(node.target, self.shape(node.iter))
+
+    def on_assign_stmt(self, node: cst.Assign) -> None:
+        for target in node.targets:
+            self.on_assign(target.target, node.value)
+
+    def on_ann_assign(self, node: cst.AnnAssign) -> None:
+        if node.value is not None:
+            self.on_assign(node.target, node.value)
+
+    def on_return(self, node: cst.Return) -> None:
+        if node.value is not None:
+            root, steps = split_chain(node.value)
+            if self.is_self(root) and steps and steps[0] is not None:
+                self.returns.append(steps[0])
 
     def on_assign(self, target: cst.BaseExpression, value: Optional[cst.BaseExpression]) -> None:
         """``value`` None: assigned something the file does not spell out (tuple unpacking)."""
@@ -133,9 +133,7 @@ class MethodScan:
         func = call.func
         name = func.attr.value if isinstance(func, cst.Attribute) else (
             func.value if isinstance(func, cst.Name) else "")
-        if name in (contract.MARK_METHOD_CALL, contract.FSDP_REGISTER_CALL):
-            self.file.on_mark(call, name)
-        elif name in ("add_module", "register_module") and isinstance(func, cst.Attribute) \
+        if name in ("add_module", "register_module") and isinstance(func, cst.Attribute) \
                 and self.is_self(func.value) and call.args:
             attr = string_value(call.args[0].value)
             if attr:
@@ -293,7 +291,7 @@ class MethodScan:
             if value.value in ("True", "False"):
                 return [Source(SRC_NOT_MODULE)]
             if value.value in self.params:
-                return [Source(SRC_PARAM, self.file.annotation_ref(self.params[value.value].annotation))]
+                return [Source(SRC_PARAM, self.names.annotation_ref(self.params[value.value].annotation))]
             if value.value in self.locals:
                 return [s for v in self.locals[value.value] for s in self.sources(v, depth + 1)]
             return [Source(SRC_UNKNOWN)]
@@ -309,8 +307,8 @@ class MethodScan:
             func = value.func
             if isinstance(func, cst.Name) and func.value in self.params:
                 param = self.params[func.value]
-                ref = self.file.dotted_ref(param.default) if param.default is not None else None
-                return [Source(SRC_PARAM_CALL, ref or self.file.annotation_ref(param.annotation))]
+                ref = self.names.dotted_ref(param.default) if param.default is not None else None
+                return [Source(SRC_PARAM_CALL, ref or self.names.annotation_ref(param.annotation))]
             dotted = dotted_name(func)
             if dotted is None:
                 return [Source(SRC_UNKNOWN)]
@@ -318,7 +316,7 @@ class MethodScan:
                 return self.sources(value.args[0].value, depth + 1)
             if dotted.split(".", 1)[0] == self.self_name:
                 return [Source(SRC_UNKNOWN)]
-            return [Source(SRC_CALL, self.file.resolve(dotted))]
+            return [Source(SRC_CALL, self.names.resolve(dotted))]
         return [Source(SRC_UNKNOWN)]
 
 
@@ -331,3 +329,137 @@ def _run_target(call: cst.Call) -> Optional[cst.BaseExpression]:
         if arg.keyword is not None and arg.keyword.value in _RUN_KEYWORDS:
             return arg.value
     return None
+
+
+@dataclasses.dataclass(frozen=True)
+class MethodBody:
+    """What ``entry_uses`` found in one method, for ``classes`` to put into ``MethodFacts``."""
+
+    kind: str
+    uses: tuple[Use, ...]
+    returns: tuple[str, ...]
+    attrs: tuple[tuple[str, tuple[Source, ...]], ...]  # self.<attr> -> what this method assigns
+
+
+_PROPERTY_DECORATORS = frozenset({"property", "cached_property", "setter", "getter", "deleter"})
+
+
+def method_kind(decorators: tuple[str, ...]) -> str:
+    """"method", "staticmethod", "classmethod" or "property", from the resolved decorators."""
+    kind = "method"
+    for dec in decorators:
+        last = dec.rsplit(".", 1)[-1]
+        if last in ("staticmethod", "classmethod"):
+            kind = last
+        elif last in _PROPERTY_DECORATORS:
+            kind = "property"
+    return kind
+
+
+class EntryUses(Collector):
+    name = "entry_uses"
+    triggers = ("class",)
+    handlers = {cst.Call: "on_call", cst.For: "on_for", cst.CompFor: "on_for", cst.Assign: "on_assign",
+                cst.AnnAssign: "on_ann_assign", cst.Return: "on_return"}
+
+    def __init__(self, walk: FileWalk) -> None:
+        super().__init__(walk)
+        self.scans: dict[cst.FunctionDef, tuple[str, MethodScan]] = {}  # method -> (kind, its scan)
+        self.functions: dict[str, cst.FunctionDef] = {}  # module-level functions
+        self.current: Optional[MethodScan] = None  # set while a delegate is read a second time
+
+    def wants_expressions(self, scope: Scope) -> bool:
+        return scope.method is not None
+
+    def enter(self, node: cst.CSTNode, scope: Scope) -> None:
+        if scope.kind != "function" or scope.parent is None:
+            return
+        assert isinstance(node, cst.FunctionDef)
+        if scope.parent.kind == "class":
+            kind = method_kind(self.walk.names.decorators(node))
+            self.scans[node] = (kind, MethodScan.for_function(self.walk.names, node, kind))
+        elif scope.parent.kind == "module":
+            self.functions[node.name.value] = node
+
+    def _scan(self, scope: Scope) -> Optional[MethodScan]:
+        if self.current is not None:
+            return self.current
+        return self.scans[scope.method][1] if scope.method is not None else None
+
+    def on_call(self, node: cst.Call, scope: Scope) -> None:
+        scan = self._scan(scope)
+        if scan is not None:
+            scan.on_call(node)
+
+    def on_for(self, node: cst.For | cst.CompFor, scope: Scope) -> None:
+        scan = self._scan(scope)
+        if scan is not None:
+            scan.on_for(node)
+
+    def on_assign(self, node: cst.Assign, scope: Scope) -> None:
+        scan = self._scan(scope)
+        if scan is not None:
+            scan.on_assign_stmt(node)
+
+    def on_ann_assign(self, node: cst.AnnAssign, scope: Scope) -> None:
+        scan = self._scan(scope)
+        if scan is not None:
+            scan.on_ann_assign(node)
+
+    def on_return(self, node: cst.Return, scope: Scope) -> None:
+        scan = self._scan(scope)
+        if scan is not None:
+            scan.on_return(node)
+
+    def finish(self, results: dict[str, dict[str, Any]]) -> dict[str, Any]:
+        bodies: dict[cst.FunctionDef, MethodBody] = {}
+        for node, (kind, scan) in self.scans.items():
+            bodies[node] = self._body(node, kind, scan)
+        return {"_bodies": bodies, "delegates": self._delegates(bodies)}
+
+    def _body(self, node: cst.FunctionDef, kind: str, scan: MethodScan) -> MethodBody:
+        scan.resolve_local_calls()
+        attrs = [(name, tuple(scan.sources(value))) for name, value in scan.assigned]
+        attrs.extend((name, (Source(SRC_MODULE),)) for name in scan.registered)
+        return MethodBody(kind, self._located(node, kind, scan.uses), tuple(dict.fromkeys(scan.returns)),
+                          tuple(attrs))
+
+    def _delegates(self, bodies: dict[cst.FunctionDef, MethodBody]) -> tuple[tuple[int, MethodFacts], ...]:
+        """Read the module-level functions that methods pass ``self`` to, with that parameter
+        standing for self (SpeechT5's ``generate`` is ``return _generate_speech(self, ...)``)."""
+        wanted = {(use.name, int(use.method)) for body in bodies.values() for use in body.uses
+                  if use.kind == DELEGATE_CALL}
+        found = []
+        for name, position in sorted(wanted):
+            fn = self.functions.get(name)
+            if fn is None or position >= len([*fn.params.posonly_params, *fn.params.params]):
+                continue
+            scan = self.current = MethodScan.for_function(self.walk.names, fn, "method", position)
+            try:
+                self.walk.expressions([fn.body], Scope("function", fn, None, ""), only=self)
+            finally:
+                self.current = None
+            scan.resolve_local_calls()
+            line, col = self.walk.def_position(fn)
+            kind = f"delegate:{position}"  # distinct per position: analysed once per self parameter
+            found.append((position, MethodFacts(name, line, col, kind, (), self._located(fn, "method", scan.uses))))
+        return tuple(found)
+
+    def _located(self, fn: cst.FunctionDef, kind: str, uses: list[tuple[cst.CSTNode, Use]]) -> tuple[Use, ...]:
+        """Give lines to the uses that can end an evidence chain: the first of each distinct use
+        (a later twin is never chosen), in methods that can be reported or called. ``forward``,
+        dunders and non-methods are never reported and never walked into, so they keep line 0,
+        as do all uses of files read only to resolve names."""
+        name = fn.name.value
+        if not uses or not self.walk.locate or kind != "method" or name in contract.NEVER_ENTRY \
+                or contract.is_dunder(name):
+            return tuple(use for _, use in uses)
+        first: dict[tuple[str, str, str, str], cst.CSTNode] = {}
+        for node, use in uses:
+            first.setdefault((use.kind, use.name, use.method, use.text), node)
+        found = self.walk.positions([fn.name, *first.values()], root=fn)
+        offset = self.walk.def_position(fn)[0] - found[fn.name][0]
+        return tuple(
+            dataclasses.replace(use, line=found[node][0] + offset) if node in found else use
+            for node, use in uses
+        )

@@ -14,7 +14,7 @@ import difflib
 from dataclasses import dataclass, field
 from typing import Optional
 
-from lint_rules.engine import source_encoding
+from lint_rules.source import source_encoding
 
 BOM = b"\xef\xbb\xbf"
 

@@ -1,0 +1,80 @@
+"""Collector ``classes``: the classes of a file, their bases, methods and attributes.
+
+Bases and decorators are resolved through the file's imports (``Names``). A function defined
+anywhere in a class body (also under ``if``/``try``) is a method. An attribute's sources are the
+class-level annotations (``enc: nn.Module``) and what methods assign to ``self.<attr>``
+(``entry_uses``). Nested classes are classes too, named ``Outer.Inner`` or ``f.<locals>.Inner``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import libcst as cst
+
+from lint_rules.facts.entry_uses import MethodBody, method_kind
+from lint_rules.facts.model import SRC_ANNOTATION, ClassFacts, MethodFacts, Source
+from lint_rules.facts.traversal import Collector, Scope
+from lint_rules.facts.walk import dotted_name
+
+
+@dataclass
+class _Class:
+    qualname: str
+    bases: tuple[str, ...]
+    methods: list[cst.FunctionDef] = field(default_factory=list)
+    decorators: dict[cst.FunctionDef, tuple[str, ...]] = field(default_factory=dict)
+    annotations: list[tuple[str, Source]] = field(default_factory=list)
+
+
+class Classes(Collector):
+    name = "classes"
+    triggers = ("class",)
+    handlers = {cst.AnnAssign: "on_ann_assign"}
+    after = ("entry_uses",)
+
+    def __init__(self, walk: Any) -> None:
+        super().__init__(walk)
+        self.classes: list[_Class] = []
+        self.by_node: dict[cst.ClassDef, _Class] = {}
+
+    def enter(self, node: cst.CSTNode, scope: Scope) -> None:
+        parent = scope.parent
+        if isinstance(node, cst.ClassDef) and parent is not None:
+            resolve = self.walk.names.resolve
+            bases = tuple(resolve(d) for d in (dotted_name(a.value) for a in node.bases if a.keyword is None) if d)
+            record = _Class(parent.prefix + node.name.value, bases)
+            self.classes.append(record)
+            self.by_node[node] = record
+        elif isinstance(node, cst.FunctionDef) and parent is not None and parent.kind == "class":
+            record = self.by_node[parent.node]  # type: ignore[index]
+            record.methods.append(node)
+            record.decorators[node] = self.walk.names.decorators(node)
+
+    def on_ann_assign(self, node: cst.AnnAssign, scope: Scope) -> None:
+        if scope.kind == "class" and isinstance(node.target, cst.Name):
+            ref = self.walk.names.annotation_ref(cst.Annotation(node.annotation.annotation))
+            self.by_node[scope.node].annotations.append((node.target.value, Source(SRC_ANNOTATION, ref)))  # type: ignore[index]
+
+    def finish(self, results: dict[str, dict[str, Any]]) -> dict[str, Any]:
+        bodies: dict[cst.FunctionDef, MethodBody] = results.get("entry_uses", {}).get("_bodies", {})
+        classes = []
+        for record in self.classes:
+            methods = []
+            merged: dict[str, list[Source]] = {}
+            for name, source in record.annotations:
+                merged.setdefault(name, []).append(source)
+            for node in record.methods:
+                decorators = record.decorators[node]
+                body = bodies.get(node)
+                line, col = self.walk.def_position(node)
+                kind = body.kind if body is not None else method_kind(decorators)
+                methods.append(MethodFacts(name=node.name.value, line=line, col=col, kind=kind,
+                                           decorators=decorators, uses=body.uses if body else (),
+                                           returns=body.returns if body else ()))
+                for name, sources in body.attrs if body else ():
+                    merged.setdefault(name, []).extend(sources)
+            classes.append(ClassFacts(qualname=record.qualname, bases=record.bases, methods=tuple(methods),
+                                      attrs=tuple((k, tuple(dict.fromkeys(v))) for k, v in merged.items())))
+        return {"classes": tuple(classes)}

@@ -1,0 +1,172 @@
+"""``--fix-style call``: register entry methods where the model is set up, for classes you
+cannot (or do not want to) edit.
+
+For each set-up site in the facts (``wrap_sites``: ``model = fabric.setup(...)``, FSDP2's
+``fully_shard(model)``) of a file the run was given, the model's class is resolved through the
+project view. Every unmarked entry method of that class (or its bases) that the code after the
+set-up calls on the model gets, right after the set-up statement and with its indentation::
+
+    model.mark_forward_method("generate")              # Fabric
+    register_fsdp_forward_method(model, "generate")    # FSDP2, plus its import
+
+If the class cannot be resolved, nothing is guessed: the findings for the methods called on
+that model are reported as not fixed. Registration marks a method name for the whole project,
+as the analyzer reads it, so a finding counts as fixed when its method name was registered.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Optional, Sequence
+
+import libcst as cst
+
+from lint_rules import contract
+from lint_rules.diagnostics import Diagnostic
+from lint_rules.facts.model import FileFacts, WrapSite
+from lint_rules.fix.imports import ensure_import
+from lint_rules.fix.locate import simple_statements_by_line
+from lint_rules.fix.result import FileFix, FixContext, Unfixed
+from lint_rules.fix.verify import FixRefused, Plan, verify
+from lint_rules.project import ClassRef, ProjectIndex
+from lint_rules.source import decode
+
+FSDP_MODULE = "torch.distributed.fsdp"
+
+
+def _mark_text(site: WrapSite, name: str, register: str) -> str:
+    if site.kind == "fabric":
+        return f'{site.var}.{contract.MARK_METHOD_CALL}("{name}")'
+    return f'{register}({site.var}, "{name}")'
+
+
+class _Insert(cst.CSTTransformer):
+    """Inserts statements after given statements, descending only towards them."""
+
+    def __init__(self, after: dict[cst.CSTNode, list[cst.SimpleStatementLine]], ancestors: set[cst.CSTNode]):
+        self.after = after
+        self.ancestors = ancestors
+
+    def on_visit(self, node: cst.CSTNode) -> bool:
+        return isinstance(node, cst.Module) or node in self.ancestors
+
+    def _body(self, original: Sequence[cst.CSTNode], updated: Sequence[cst.CSTNode]) -> list[cst.CSTNode]:
+        body: list[cst.CSTNode] = []
+        for old, new in zip(original, updated):
+            body.append(new)
+            body.extend(self.after.get(old, ()))
+        return body
+
+    def leave_IndentedBlock(self, original_node: cst.IndentedBlock,
+                            updated_node: cst.IndentedBlock) -> cst.IndentedBlock:
+        return updated_node.with_changes(body=self._body(original_node.body, updated_node.body))
+
+    def leave_Module(self, original_node: cst.Module, updated_node: cst.Module) -> cst.Module:
+        return updated_node.with_changes(body=self._body(original_node.body, updated_node.body))
+
+
+def _class_ref(view: ProjectIndex, facts: FileFacts, cls: str) -> Optional[ClassRef]:
+    """``GPT`` or ``GPT.from_pretrained``: the class, tried with and without the last part."""
+    for ref in (cls, cls.rpartition(".")[0]):
+        if ref:
+            found = view.find_class(ref, facts)
+            if found is not None:
+                return found
+    return None
+
+
+def fix(context: FixContext, diagnostics: Sequence[Diagnostic]) -> tuple[list[FileFix], list[Unfixed]]:
+    """Plan the call-style fixes for a whole run (set-up sites may be in any given file)."""
+    by_class: dict[tuple[str, str], list[str]] = {}
+    for d in diagnostics:
+        by_class.setdefault((d.path, d.symbol.rpartition(".")[0]), []).append(d.symbol.rpartition(".")[2])
+    unresolved: dict[str, str] = {}  # method name -> why it could not be registered
+    files = []
+    for path in sorted(set(context.paths)):
+        view = context.analysis.view_for(path)
+        facts = view.files.get(path) if view is not None else None
+        if facts is None or not facts.wrap_sites:
+            continue
+        file = _fix_file(path, facts, view, by_class, unresolved)  # type: ignore[arg-type]
+        if file is not None:
+            files.append(file)
+    refused = {name: file.path for file in files if file.error is not None for name in file.registered}
+    unfixed: list[Unfixed] = []
+    for d in diagnostics:
+        name = d.symbol.rpartition(".")[2]
+        owner = next((f for f in files if f.error is None and name in f.registered), None)
+        if owner is not None:
+            owner.fixed.append(d)
+        elif name in refused:
+            unfixed.append(Unfixed(d, f"fix refused in {refused[name]}"))
+        elif name in unresolved:
+            unfixed.append(Unfixed(d, unresolved[name]))
+        else:
+            unfixed.append(Unfixed(d, "no fabric.setup() or fully_shard() of its class is followed by a call "
+                                      "of it; use --fix-style decorator"))
+    return files, unfixed
+
+
+def _fix_file(path: str, facts: FileFacts, view: ProjectIndex, by_class: dict[tuple[str, str], list[str]],
+              unresolved: dict[str, str]) -> Optional[FileFix]:
+    """The registrations for the set-up sites of one file, or ``None`` if it has none to add."""
+    entry_names = {name for names in by_class.values() for name in names}
+    plan: list[tuple[WrapSite, list[str]]] = []
+    for site in facts.wrap_sites:
+        calls = [name for name in site.called if name in entry_names]
+        if not calls:
+            continue
+        where = f"{path}:{site.line}"
+        ref = _class_ref(view, facts, site.cls) if site.cls else None
+        if ref is None:
+            for name in calls:
+                unresolved.setdefault(name, f"the class of `{site.var}` set up at {where} cannot be resolved; "
+                                            f"register the method there by hand")
+            continue
+        own = {name for item in view.mro(ref) for name in by_class.get(item.key, ())}
+        names = [name for name in calls if name in own]
+        if names and site.inline:
+            for name in names:
+                unresolved.setdefault(name, f"the set-up at {where} shares its line with its block: "
+                                            f"no room for a registration")
+            continue
+        if names:
+            plan.append((site, names))
+    if not plan:
+        return None
+    old = Path(path).read_bytes()
+    text = decode(old)
+    module = cst.parse_module(old)
+    statements = simple_statements_by_line(module)
+    register, edit_module, extended, inserted = contract.FSDP_REGISTER_CALL, module, None, []
+    fsdp = [site for site, _ in plan if site.kind == "fsdp2"]
+    if fsdp:
+        first = min(statements[site.line][2] for site in fsdp if site.line in statements)
+        edit = ensure_import(module, FSDP_MODULE, contract.FSDP_REGISTER_CALL, first, text)
+        edit_module, register, extended = edit.module, edit.reference, edit.extended
+        if edit.inserted is not None:
+            inserted.append(edit.inserted)
+    after: dict[cst.CSTNode, list[cst.SimpleStatementLine]] = {}
+    ancestors: set[cst.CSTNode] = set()
+    result = FileFix(path, old, old)
+    for site, names in plan:
+        found = statements.get(site.line)
+        if found is None:
+            result.error = f"fix not applied: cannot find the set-up statement at line {site.line}"
+            return result
+        statement, path_to, _ = found
+        for name in names:
+            call = _mark_text(site, name, register)
+            after.setdefault(statement, []).append(cst.SimpleStatementLine(body=[cst.Expr(cst.parse_expression(call))]))
+            inserted.append(call.encode("utf-8"))
+            if name not in result.registered:
+                result.registered.append(name)
+        ancestors.update(path_to)
+    new = edit_module.visit(_Insert(after, ancestors)).bytes
+    try:
+        verify(old, new, Plan(inserted=inserted, extended=extended), path)
+    except FixRefused as refused:
+        result.error = f"fix not applied: {refused}"
+        return result
+    result.new = new
+    return result

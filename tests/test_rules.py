@@ -1,0 +1,53 @@
+"""The rule interface (``lint_rules/rules/base.py``): every rule module is complete, codes and
+names are unique, and each rule's own VALID/INVALID examples (Fixit's shape) hold through the
+CLI and through flake8, with message and position checked."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from fixture_cases import check_reported, cli_json, expectations, flake8_rows, run_flake8
+
+from lint_rules.facts import COLLECTORS
+from lint_rules.rules import RULES, by_code
+from lint_rules.rules.base import Invalid, Valid
+
+EXAMPLES = [(rule, case) for rule in RULES for case in (*rule.VALID, *rule.INVALID)]
+
+
+def test_codes_and_names_are_unique_and_well_formed() -> None:
+    codes = [rule.CODE for rule in RULES]
+    names = [rule.NAME for rule in RULES]
+    assert len(set(codes)) == len(codes) and len(set(names)) == len(names)
+    for rule in RULES:
+        assert rule.CODE[:3] == "FWD" and rule.CODE[3:].isdigit() and len(rule.CODE) == 6
+        assert rule.NAME == rule.NAME.lower() and " " not in rule.NAME
+        assert by_code(rule.CODE) is rule and by_code(rule.NAME) is rule
+        assert rule.__name__.rpartition(".")[2].startswith(rule.CODE.lower() + "_")
+
+
+def test_every_rule_is_complete() -> None:
+    collectors = {kind.name for kind in COLLECTORS}
+    for rule in RULES:
+        assert rule.__doc__ and len(rule.__doc__) > 500 and rule.__doc__.startswith(f"{rule.CODE} {rule.NAME}")
+        assert rule.VALID and rule.INVALID
+        assert all(isinstance(case, Valid) and not expectations(case.code, "x") for case in rule.VALID)
+        assert all(isinstance(case, Invalid) and expectations(case.code, "x") for case in rule.INVALID)
+        assert set(rule.NEEDS) <= collectors, rule.NEEDS
+        assert all(callable(fixer) for fixer in rule.FIXERS.values())
+        assert callable(rule.check)
+
+
+@pytest.mark.parametrize("rule,case", EXAMPLES, ids=lambda v: getattr(v, "CODE", None) or "")
+def test_example_through_cli_and_flake8(rule, case, tmp_path: Path) -> None:
+    (tmp_path / "pyproject.toml").write_text("")
+    (tmp_path / "example.py").write_text(case.code.lstrip("\n"), encoding="utf-8")
+    expected = [e for e in expectations(case.code.lstrip("\n"), "example.py") if e.code == rule.CODE]
+    code, payload = cli_json(tmp_path, "--select", rule.CODE, "example.py")
+    assert payload["errors"] == []
+    reported = [(d["path"], d["line"], d["col"], d["code"], d["message"], d["symbol"]) for d in payload["diagnostics"]]
+    check_reported(tmp_path, expected, reported)
+    assert code == (1 if expected else 0)
+    rows = flake8_rows(run_flake8(tmp_path, "--select", rule.CODE, "example.py"))
+    assert sorted(rows) == sorted((p, r, c, code, m) for p, r, c, code, m, _ in reported)
