@@ -101,8 +101,16 @@ def analyse(paths: Iterable[str], run: Run = Run()) -> Result:
     """Check ``paths``: every file is read and parsed (a failure is a ``FileError``), findings of
     the selected rules on them are reported."""
     paths = list(dict.fromkeys(paths))
-    result = Result()
     session = Session(run, paths[0] if paths else None)
+    try:
+        return _analyse(session, paths)
+    finally:
+        session.store.close()
+
+
+def _analyse(session: Session, paths: list[str]) -> Result:
+    run = session.run
+    result = Result()
     outcomes = session.store.facts_many(paths, jobs=run.jobs)
     by_root: dict[Optional[Path], list[FileFacts]] = {}
     for outcome in outcomes:

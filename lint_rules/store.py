@@ -99,6 +99,14 @@ class _Cache:
             except OSError:
                 pass
 
+    def close(self) -> None:
+        if self.db is not None:
+            try:
+                self.db.close()
+            except sqlite3.Error:
+                pass
+            self.db = None
+
     def get(self, key: str) -> Optional[str]:
         if self.db is None:
             return None
@@ -175,6 +183,11 @@ class FactsStore:
             if data is None:
                 self.memory[(path, locate)] = outcome  # type: ignore[assignment]
         return outcomes  # type: ignore[return-value]
+
+    def close(self) -> None:
+        """Release the cache file (the last connection to close folds the WAL into it)."""
+        if self.cache is not None:
+            self.cache.close()
 
     def _cached(self, key: str, path: str) -> Optional[Outcome]:
         text = self.cache.get(key) if self.cache is not None else None

@@ -113,3 +113,15 @@ def test_pre_commit_check_and_fix_hooks(tmp_path: Path) -> None:
     passed = _run(["git", "commit", "-m", "model"], project, env, timeout=240)
     assert passed.returncode == 0, passed.stdout + passed.stderr
     assert _git(project, env, "show", "HEAD:model.py") + "\n" == FIXED
+
+    # the whole project counts, not only the staged files: a registration in train.py (committed
+    # earlier, not part of this commit) marks the method of a model file that is the only one staged
+    (project / "train.py").write_text('from vae import VAE\n\nmodel = VAE()\nmodel.mark_forward_method("sample")\n')
+    _git(project, env, "add", "train.py")
+    assert _run(["git", "commit", "-m", "train"], project, env, timeout=240).returncode == 0
+    (project / "vae.py").write_text(BAD.replace("GPT", "VAE").replace("generate", "sample"))
+    _git(project, env, "add", "vae.py")
+    with_registration = _run(["git", "commit", "-m", "vae"], project, env, timeout=240)
+    assert with_registration.returncode == 0, with_registration.stdout + with_registration.stderr
+    assert (project / "vae.py").read_text() == BAD.replace("GPT", "VAE").replace("generate", "sample")
+    assert _git(project, env, "status", "--porcelain") == ""  # the cache directory ignores itself
