@@ -18,12 +18,9 @@ import os
 from pathlib import Path
 from typing import Any, ClassVar, Iterator, Optional
 
-import libcst as cst
-
 from lint_rules import __version__, contract
 from lint_rules.diagnostics import FileError
 from lint_rules.engine import Run, Session
-from lint_rules.facts import extract
 from lint_rules.layout import module_name_for
 from lint_rules.project import Config
 from lint_rules.rules import RULES
@@ -89,11 +86,8 @@ class Plugin:
         view = session.view(session.root_for(path) if real else None)
         if real:
             facts = session.store.facts(path)
-        else:
-            try:
-                facts = extract("".join(self.lines), path, module_name_for(Path(path))[0])
-            except (cst.ParserSyntaxError, RecursionError):
-                return
+        else:  # standard input: the text flake8 read, as UTF-8
+            facts = session.store.facts(path, data="".join(self.lines).encode("utf-8"), module=("", False))
         if isinstance(facts, FileError):
             return  # flake8 reports syntax errors (E999) itself
         view.add(facts, module_name_for(Path(path))[2] if real else None)

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from fixture_cases import FIXTURES, flake8_rows, run_flake8
 
-from lint_rules import flake8_plugin, store
+from lint_rules import store
 from lint_rules.flake8_plugin import Plugin
 
 SOURCE = "import torch.nn as nn\n\nclass M(nn.Module):\n    def gen(self, x):\n        return self(x)\n"
@@ -25,7 +25,6 @@ def _options(**overrides: object) -> argparse.Namespace:
 def test_plugin_does_no_parsing_when_fwd_is_not_selected(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     calls: list[str] = []
     monkeypatch.setattr(store, "extract", lambda *a, **k: calls.append("parsed"))
-    monkeypatch.setattr(flake8_plugin, "extract", lambda *a, **k: calls.append("parsed"))
     Plugin.parse_options(_options(select=["E", "W", "C90"], filenames=[str(tmp_path)]))
     assert list(Plugin(None, SOURCE.splitlines(True), "m.py").run()) == []
     assert calls == [] and Plugin.session is None
@@ -61,3 +60,12 @@ def test_flake8_syntax_error_does_not_crash(tmp_path: Path) -> None:
 def test_flake8_reads_options_from_config() -> None:
     rows = flake8_rows(run_flake8(FIXTURES / "fwd001" / "configured", "--select", "FWD", "."))
     assert [(p, r) for p, r, *_ in rows] == [("model.py", 8)]
+
+
+def test_flake8_reads_standard_input(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    proc = subprocess.run([sys.executable, "-m", "flake8", "--select", "FWD", "-"], input=SOURCE, cwd=tmp_path,
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 1 and proc.stdout.startswith("stdin:4:9: FWD001 M.gen runs"), proc.stdout + proc.stderr
