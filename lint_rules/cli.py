@@ -37,9 +37,9 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--format", choices=("text", "json"), default="text")
     parser.add_argument("-j", "--jobs", type=int, default=1, help="parallel workers (0: one per CPU)")
     parser.add_argument("--module-bases", help="extra base classes that are nn.Module subclasses")
-    parser.add_argument("--mark-decorators", help="decorator names that mark an entry point besides "
-                        f"@{contract.DECORATOR_NAME}; replaces the default "
-                        f"({', '.join(contract.DEFAULT_MARK_DECORATORS)})")
+    parser.add_argument("--mark-decorators", help="your own decorators that apply runtime_shim's "
+                        f"@{contract.DECORATOR_NAME} and so also mark an entry point "
+                        f"(in addition to @{' and @'.join(contract.MARK_DECORATORS)} from {contract.DECORATOR_MODULE})")
     parser.add_argument("--project-root", type=Path, help="the project whose files make up the view every "
                         "file is checked with (default: nearest pyproject.toml, setup.cfg, setup.py or .git)")
     parser.add_argument("--cache-dir", type=Path, help="where the facts cache lives "
@@ -73,7 +73,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
 
     config = Config(
         module_bases=option("module-bases"),
-        mark_decorators=option("mark-decorators", contract.DEFAULT_MARK_DECORATORS),
+        mark_decorators=option("mark-decorators"),
     )
     run = Run(config=config, select=option("select", ("FWD",)), ignore=option("ignore"),
               jobs=args.jobs or os.cpu_count() or 1, project_root=args.project_root.resolve() if args.project_root

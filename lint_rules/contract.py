@@ -20,8 +20,16 @@ DECORATOR_MODULE = "runtime_shim"
 #: Attribute the decorator sets on the function; the runtime reads it, the linter never needs it.
 MARK_ATTRIBUTE = "__fwd_entry__"
 
-#: Other decorator names that mean the same (Lightning's proposed ``@inference_entry``).
-DEFAULT_MARK_DECORATORS: tuple[str, ...] = ("inference_entry",)
+#: The decorators ``runtime_shim`` exports that mark an entry point: ``forward_entry`` and the same
+#: under the name of Lightning's proposal, ``inference_entry``.
+MARK_DECORATORS: tuple[str, ...] = (DECORATOR_NAME, "inference_entry")
+
+
+def is_shim_mark(decorator: str) -> bool:
+    """Is ``decorator`` (resolved through imports: ``runtime_shim.forward_entry``,
+    ``runtime_shim.marks.inference_entry``) one of ``runtime_shim``'s marks?"""
+    head, _, last = decorator.rpartition(".")
+    return last in MARK_DECORATORS and head.split(".", 1)[0] == DECORATOR_MODULE
 
 #: Calls that register a method by name at run time: ``obj.mark_forward_method("generate")``
 #: (Lightning Fabric, and ours) and ``register_fsdp_forward_method(obj, "generate")`` (FSDP2).
@@ -63,7 +71,8 @@ def unmarked_entry_message(cls: str, method: str, chain: str) -> str:
     return (
         f"{cls}.{method} runs the module's forward computation outside forward ({chain}) "
         f"but is not marked as a forward entry point; decorate it with @{DECORATOR_NAME} "
-        f"or call model.{MARK_METHOD_CALL}('{method}') after fabric.setup()"
+        f"from {DECORATOR_MODULE} (importing {DECORATOR_MODULE} routes marked methods through "
+        f"DDP, FSDP and Fabric) or call model.{MARK_METHOD_CALL}('{method}') after fabric.setup()"
     )
 
 
@@ -71,9 +80,10 @@ def unmarked_entry_message(cls: str, method: str, chain: str) -> str:
 
 #: Environment variable read by ``import runtime_shim.auto``.
 MODE_ENV_VAR = "FWD_SHIM_MODE"
-#: Accepted modes; ``off`` only makes sense for ``runtime_shim.auto``.
-MODES: tuple[str, ...] = ("error", "warn")
-AUTO_MODES: tuple[str, ...] = ("error", "warn", "off")
+#: Accepted modes: ``error`` and ``warn`` detect unmarked entry points, ``route`` only routes marked
+#: ones (what importing ``runtime_shim`` does), ``off`` (environment only) does nothing at all.
+MODES: tuple[str, ...] = ("error", "warn", "route")
+AUTO_MODES: tuple[str, ...] = ("error", "warn", "route", "off")
 DEFAULT_MODE = "error"
 
 #: Attributes the shim keeps in a guarded module's ``__dict__``.

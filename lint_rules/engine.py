@@ -17,7 +17,7 @@ from lint_rules.facts.model import FileFacts
 from lint_rules.layout import find_root, module_name_for, project_files
 from lint_rules.noqa import is_suppressed
 from lint_rules.project import Config, ProjectIndex
-from lint_rules.rules import selected
+from lint_rules.rules import selected, selected_codes
 from lint_rules.store import FactsStore, default_cache_dir
 
 
@@ -118,7 +118,7 @@ def _analyse(session: Session, paths: list[str]) -> Result:
             result.errors.append(outcome)
         else:
             by_root.setdefault(session.root_for(outcome.path), []).append(outcome)
-    for root, group in by_root.items() if selected(run.select, run.ignore) else ():
+    for root, group in by_root.items() if selected_codes(run.select, run.ignore) else ():
         view = session.view(root, [facts.path for facts in group])
         for facts in group:
             view.add(facts, module_name_for(Path(facts.path))[2])

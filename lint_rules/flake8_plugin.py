@@ -16,22 +16,25 @@ import argparse
 import ast
 import os
 from pathlib import Path
-from typing import Any, ClassVar, Iterator, Optional
+from typing import TYPE_CHECKING, Any, ClassVar, Iterator, Optional
 
 from lint_rules import __version__, contract
-from lint_rules.diagnostics import FileError
-from lint_rules.engine import Run, Session
-from lint_rules.layout import module_name_for
-from lint_rules.project import Config
-from lint_rules.rules import RULES
+from lint_rules.rules import CODES
+
+if TYPE_CHECKING:
+    from lint_rules.engine import Run, Session
+
+# Nothing heavier than the two imports above at module level: flake8 imports every installed
+# plugin on every run, and with no FWD code selected this one must cost nothing (LibCST alone
+# takes ~130 ms to import). The engine is imported by the first file that needs it.
 
 
 class Plugin:
     name = "fwdlint"
     version = __version__
 
-    run_options: ClassVar[Run] = Run()
-    session: ClassVar[Optional[Session]] = None
+    run_options: ClassVar[Optional["Run"]] = None  # None: no FWD code selected
+    session: ClassVar[Optional["Session"]] = None
 
     def __init__(self, tree: ast.AST, lines: list[str], filename: str) -> None:
         self.lines = lines
@@ -42,10 +45,9 @@ class Plugin:
         parser.add_option("--fwd-module-bases", default="", parse_from_config=True,
                           comma_separated_list=True,
                           help="FWD: extra base classes that are nn.Module subclasses")
-        parser.add_option("--fwd-mark-decorators", default=",".join(contract.DEFAULT_MARK_DECORATORS),
-                          parse_from_config=True, comma_separated_list=True,
-                          help=f"FWD: decorator names that mark a forward entry point besides "
-                               f"@{contract.DECORATOR_NAME} (replaces the default)")
+        parser.add_option("--fwd-mark-decorators", default="", parse_from_config=True, comma_separated_list=True,
+                          help=f"FWD: your own decorators that apply runtime_shim's @{contract.DECORATOR_NAME} "
+                               f"(in addition to runtime_shim's own marks)")
         parser.add_option("--fwd-project-root", default="", parse_from_config=True,
                           help="FWD: the project whose files make up the view (default: nearest "
                                "pyproject.toml, setup.cfg, setup.py or .git)")
@@ -60,24 +62,34 @@ class Plugin:
             from flake8.style_guide import Decision, DecisionEngine
 
             engine = DecisionEngine(options)
-            enabled = tuple(rule.CODE for rule in RULES if engine.decision_for(rule.CODE) is Decision.Selected)
+            enabled = tuple(code for code in CODES if engine.decision_for(code) is Decision.Selected)
         except (ImportError, AttributeError):  # a flake8 without the decision engine: run everything
-            enabled = tuple(rule.CODE for rule in RULES)
+            enabled = CODES
+        cls.session = None
+        if not enabled:
+            cls.run_options = None
+            return
+        from lint_rules.engine import Run
+        from lint_rules.project import Config
+
         root = getattr(options, "fwd_project_root", "") or ""
         cache_dir = getattr(options, "fwd_cache_dir", "") or ""
         exclude = [*(getattr(options, "exclude", None) or ()), *(getattr(options, "extend_exclude", None) or ())]
         cls.run_options = Run(
             config=Config(module_bases=tuple(options.fwd_module_bases or ()),
                           mark_decorators=tuple(options.fwd_mark_decorators or ())),
-            select=enabled or ("-",), ignore=(), project_root=Path(root).resolve() if root else None,
+            select=enabled, ignore=(), project_root=Path(root).resolve() if root else None,
             cache=not getattr(options, "fwd_no_cache", False), cache_dir=Path(cache_dir) if cache_dir else None,
             exclude=tuple(exclude))
-        cls.session = None
 
     def run(self) -> Iterator[tuple[int, int, str, type]]:
         options = Plugin.run_options
-        if options.select == ("-",):
+        if options is None:
             return
+        from lint_rules.diagnostics import FileError
+        from lint_rules.engine import Session
+        from lint_rules.layout import module_name_for
+
         real = self.filename not in ("stdin", "-") and os.path.isfile(self.filename)
         path = str(Path(self.filename).resolve()) if real else self.filename
         if Plugin.session is None:
@@ -90,6 +102,7 @@ class Plugin:
             facts = session.store.facts(path, data="".join(self.lines).encode("utf-8"), module=("", False))
         if isinstance(facts, FileError):
             return  # flake8 reports syntax errors (E999) itself
-        view.add(facts, module_name_for(Path(path))[2] if real else None)
+        if view.files.get(path) is not facts:  # a project file is in the view already
+            view.add(facts, module_name_for(Path(path))[2] if real else None)
         for diagnostic in session.check(view, facts, honour_noqa=False):
             yield diagnostic.line, diagnostic.col, f"{diagnostic.code} {diagnostic.message}", type(self)

@@ -29,7 +29,7 @@ _BUILTINS = frozenset(dir(builtins))
 @dataclass(frozen=True)
 class Config:
     module_bases: tuple[str, ...] = ()
-    mark_decorators: tuple[str, ...] = contract.DEFAULT_MARK_DECORATORS
+    mark_decorators: tuple[str, ...] = ()  # the user's own decorators that apply forward_entry
 
 
 @dataclass(frozen=True)
@@ -224,8 +224,17 @@ class ProjectIndex:
         return any(self.is_module_class(sub) for sub in self.subclasses(ref))
 
     # -- marks -----------------------------------------------------------------------------
-    def is_marked(self, method: MethodFacts) -> bool:
+    def is_marked(self, method: MethodFacts, facts: FileFacts) -> bool:
+        """Registered by name somewhere in the project, or decorated with a mark the runtime
+        honours: ``runtime_shim``'s own decorators (resolved through the file's imports, so a
+        look-alike defined elsewhere does not count) or one named in ``mark-decorators``."""
         if method.name in self.marked_names:
             return True
-        names = (contract.DECORATOR_NAME, *self.config.mark_decorators)
-        return any(any(self._configured(d, n) for n in names) for d in method.decorators)
+        star_shim = any(name == "*" and target.split(".", 1)[0] == contract.DECORATOR_MODULE
+                        for name, target in facts.imports)
+        for decorator in method.decorators:
+            if contract.is_shim_mark(decorator) or (star_shim and decorator in contract.MARK_DECORATORS):
+                return True
+            if any(self._configured(decorator, name) for name in self.config.mark_decorators):
+                return True
+        return False

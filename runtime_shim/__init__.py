@@ -3,6 +3,11 @@
 ``forward_entry`` and ``UnmarkedEntryError`` need no torch; the rest is loaded on first use, so
 model code can import the decorator before (or without) torch and enforcement.
 
+Importing this package is what makes a mark take effect: from then on, DDP, FSDP1, FSDP2 and
+Fabric wrappers created in the process route their model's marked methods through the wrapper's
+forward (``routing.py``; ``FWD_SHIM_MODE=off`` prevents it, ``uninstall()`` undoes it). Raising on
+unmarked methods is opt-in: ``import runtime_shim.auto`` or ``guard(wrapper)``.
+
 How it works (details in ``record.py``, ``_forwards.py``, ``detect.py``):
 
 * ``guard(wrapper)`` binds, once, a checked ``forward`` into the ``__dict__`` of every module of the
@@ -36,11 +41,13 @@ from __future__ import annotations
 
 from typing import Any
 
+from runtime_shim import routing
 from runtime_shim.errors import MetaDeviceError, UnmarkedEntryError, UnmarkedEntryWarning
-from runtime_shim.marks import forward_entry
+from runtime_shim.marks import forward_entry, inference_entry
 
 __all__ = [
     "forward_entry",
+    "inference_entry",
     "mark_forward_method",
     "guard",
     "unguard",
@@ -69,3 +76,6 @@ def __getattr__(name: str) -> Any:
     value = getattr(importlib.import_module(module_name), name)
     globals()[name] = value
     return value
+
+
+routing.enable_on_import()

@@ -44,8 +44,10 @@ def guard(wrapper: W, mode: str = "error") -> W:
 def _guard_distributed(kind: str, wrapper: nn.Module, root: nn.Module, mode: str) -> nn.Module:
     current = wrapper.__dict__.get(GUARD_KEY)
     if isinstance(current, GuardRecord) and current.active and current.wrapper is wrapper:
-        current.mode = mode
-        return wrapper
+        if (current.mode == "route") == (mode == "route"):
+            current.mode = mode
+            return wrapper
+        current.unguard()  # detection is installed at guard time: guard again
     for old in records_in(root.modules()):
         old.unguard()
     record = GuardRecord(wrapper, root, kind, mode)
@@ -66,7 +68,8 @@ def _guard_fabric(fabric_module: Any, mode: str) -> Any:
         record = found[1].__dict__[GUARD_KEY]
     else:  # one device: route through Fabric's forward (precision), nothing to detect
         record = original.__dict__.get(GUARD_KEY)
-        if not (isinstance(record, GuardRecord) and record.active and record.kind == "plain"):
+        if not (isinstance(record, GuardRecord) and record.active and record.kind == "plain"
+                and (record.mode == "route") == (mode == "route")):
             for old in records_in(original.modules()):
                 old.unguard()
             record = GuardRecord(original, original, "plain", mode)
@@ -133,3 +136,13 @@ def mark_forward_method(model_or_wrapper: Any, method: Union[MethodType, str]) -
         record.add_mark(target, name)
     if is_fabric_module(model_or_wrapper):
         model_or_wrapper._forward_methods.add(name)  # Fabric honours it too, even if unguarded
+
+
+def has_marks(model: Any) -> bool:
+    """Does anything in ``model`` (a wrapper or a module) carry a mark: a decorated method, a
+    registration by ``mark_forward_method`` or ``register_fsdp_forward_method``, or a Lightning
+    step method? (Once per wrap, O(number of modules).)"""
+    from runtime_shim.record import class_marks
+
+    root = _target_module(model)
+    return any(class_marks(type(m)) or m.__dict__.get(MARKS_KEY) for m in root.modules())

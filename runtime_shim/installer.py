@@ -2,9 +2,14 @@
 
 Patches the constructors (``DistributedDataParallel.__init__``, ``FullyShardedDataParallel.__init__``,
 ``_FabricModule.__init__``) and the public re-exports of ``fully_shard`` (never the function in its
-defining module, whose own globals refer to it). Lightning is not imported: if it is not loaded
-yet, a meta-path hook patches ``_FabricModule`` when it is. ``uninstall`` restores every patched
-attribute and unguards every wrapper guarded by ``install``.
+defining module, whose own globals refer to it), and makes ``register_fsdp_forward_method`` also
+record our mark, so that registration routes under every wrapper. Lightning is not imported: if
+it is not loaded yet, a meta-path hook patches ``_FabricModule`` when it is. ``uninstall``
+restores every patched attribute, unguards every wrapper guarded by ``install`` and stops the
+routing that importing ``runtime_shim`` started.
+
+Modes rank ``route`` < ``warn`` < ``error``: importing ``runtime_shim`` installs ``route`` (wrappers
+of models with marks are guarded for routing only) and never lowers a mode ``install`` was given.
 """
 
 from __future__ import annotations
@@ -18,9 +23,12 @@ import threading
 import weakref
 from typing import Any, Callable, Optional
 
-from runtime_shim.api import guard, unguard
-from lint_rules.contract import GUARD_KEY, check_mode
-from runtime_shim.wrappers import FABRIC_MODULES
+from lint_rules.contract import FSDP_REGISTER_CALL, GUARD_KEY, MARKS_KEY, check_mode
+from runtime_shim.api import guard, has_marks, unguard
+from runtime_shim.wrappers import FABRIC_MODULES, is_fabric_module
+
+ROUTE = "route"
+_RANK = {ROUTE: 0, "warn": 1, "error": 2}
 
 _lock = threading.RLock()
 _patches: list[tuple[Any, str, Any]] = []  # (owner, attribute, original)
@@ -38,7 +46,7 @@ def installed_mode() -> Optional[str]:
 
 
 def _guard_new(obj: Any) -> None:
-    if _mode is None:
+    if _mode is None or (_mode == ROUTE and not has_marks(obj)):
         return
     guard(obj, mode=_mode)
     _guarded.add(obj)
@@ -74,16 +82,34 @@ def _patched_fully_shard(original: Callable[..., Any]) -> Callable[..., Any]:
     return fully_shard
 
 
+def _patched_register(original: Callable[..., Any]) -> Callable[..., Any]:
+    @functools.wraps(original)
+    def register_fsdp_forward_method(module: Any, method_name: str) -> None:
+        original(module, method_name)  # FSDP2 itself: a no-op unless module is an FSDPModule
+        marks = getattr(module, "__dict__", {}).setdefault(MARKS_KEY, set())
+        marks.add(method_name)  # ours: routed under every wrapper created or guarded later
+        record = module.__dict__.get(GUARD_KEY)
+        if record is not None and record.active and callable(getattr(type(module), method_name, None)):
+            record.add_mark(module, method_name)
+
+    return register_fsdp_forward_method
+
+
 def _patch_torch() -> None:
-    from torch.distributed.fsdp import FullyShardedDataParallel
     from torch.nn.parallel import DistributedDataParallel
 
     _patch(DistributedDataParallel, "__init__", _patched_init)
+    if "torch.distributed.fsdp" not in sys.modules and _mode == ROUTE:
+        return  # routing waits for FSDP's own import (routing.WATCHED) rather than causing it
+    from torch.distributed.fsdp import FullyShardedDataParallel
+
     _patch(FullyShardedDataParallel, "__init__", _patched_init)
     for name in _FULLY_SHARD_EXPORTS:
         module = sys.modules.get(name) or _try_import(name)
         if module is not None and hasattr(module, "fully_shard"):
             _patch(module, "fully_shard", _patched_fully_shard)
+        if module is not None and hasattr(module, FSDP_REGISTER_CALL):
+            _patch(module, FSDP_REGISTER_CALL, _patched_register)
 
 
 def _try_import(name: str) -> Any:
@@ -125,15 +151,22 @@ class _FabricImportHook(importlib.abc.MetaPathFinder):
         return spec
 
 
-def install(mode: str = "error") -> None:
-    """Guard every DDP/FSDP1/FSDP2/Fabric wrapper created from now on (idempotent; changes mode)."""
+def install(mode: str = "error", keep_stronger: bool = False) -> None:
+    """Guard every DDP/FSDP1/FSDP2/Fabric wrapper created from now on (idempotent; changes mode,
+    or with ``keep_stronger`` only raises it)."""
     global _mode, _finder
     check_mode(mode)
     with _lock:
+        if keep_stronger and _mode is not None and _RANK[_mode] >= _RANK[mode]:
+            mode = _mode
         _mode = mode
         for obj in list(_guarded):  # change the mode of live guards only (absorbed ones stay absorbed)
             record = obj.__dict__.get(GUARD_KEY)
-            if record is not None and record.active:
+            if record is None or not record.active or record.mode == mode:
+                continue
+            if (record.mode == ROUTE) != (mode == ROUTE) and (record.wrapper is obj or is_fabric_module(obj)):
+                guard(obj, mode=mode)  # detection is installed at guard time: guard again
+            else:
                 record.mode = mode
         _patch_torch()
         for name in FABRIC_MODULES:
@@ -145,8 +178,12 @@ def install(mode: str = "error") -> None:
 
 
 def uninstall() -> None:
-    """Restore every patched attribute and unguard everything ``install`` guarded."""
+    """Restore every patched attribute, unguard everything ``install`` guarded, and stop the
+    routing that importing ``runtime_shim`` started."""
     global _mode, _finder
+    from runtime_shim import routing
+
+    routing.disable()
     with _lock:
         _mode = None
         if _finder is not None and _finder in sys.meta_path:

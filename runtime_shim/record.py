@@ -76,7 +76,7 @@ class GuardRecord:
         self.root = root  # the user's model (what the wrapper calls)
         self.kind = kind  # "ddp" | "fsdp1" | "fsdp2" | "plain" (Fabric on one device)
         self.mode = mode
-        self.detect = kind != "plain"
+        self.detect = kind != "plain" and mode != "route"
         self.entry: Callable[..., Any] = wrapper  # outermost callable; Fabric replaces it
         self.fabric: Optional[nn.Module] = None
         self.active = False

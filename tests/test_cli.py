@@ -27,7 +27,8 @@ def test_exit_codes(project: Path) -> None:
     assert found.returncode == 1
     assert found.stdout == (
         "good.py:4:9: FWD001 M.gen runs the module's forward computation outside forward (gen -> self(...) "
-        "at line 5) but is not marked as a forward entry point; decorate it with @forward_entry or call "
+        "at line 5) but is not marked as a forward entry point; decorate it with @forward_entry from "
+        "runtime_shim (importing runtime_shim routes marked methods through DDP, FSDP and Fabric) or call "
         "model.mark_forward_method('gen') after fabric.setup()\n"
     )
 

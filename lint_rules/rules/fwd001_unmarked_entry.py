@@ -178,7 +178,7 @@ def check(view: ProjectIndex, facts: FileFacts) -> Iterator[Diagnostic]:
         lightning = view.is_lightning_class(ref)
         called: set[str] | None = None
         for method in cls.methods:
-            if _exempt(method, lightning) or view.is_marked(method):
+            if _exempt(method, lightning) or view.is_marked(method, facts):
                 continue
             chain = analysis.chain(method.name)
             if chain is None:

@@ -37,14 +37,16 @@ def bypass_then_guard(rank: int, world: int) -> dict[str, Any]:
     """Unguarded bypass desynchronises; the guarded call does not; unmarked calls raise."""
     from torch.nn.parallel import DistributedDataParallel as DDP
 
-    from runtime_shim import guard
+    from runtime_shim import guard, routing, uninstall
     from shim_models import batch, make
 
     x = batch(rank)
     plain = make()
+    uninstall()  # as if runtime_shim were never imported: no routing at all
     plain_ddp = DDP(plain)
     plain_ddp.module.generate(x).sum().backward()  # the hazard: no all-reduce happens
     result: dict[str, Any] = {"unguarded": _grads_list(plain)}
+    routing.enable()
 
     model = make()
     ddp = guard(DDP(model, find_unused_parameters=True))  # score uses a subset of the parameters

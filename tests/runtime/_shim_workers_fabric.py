@@ -36,7 +36,7 @@ def _call(fn: Any, *args: Any) -> tuple[str, str]:
 
 
 def fabric_run(rank: int, world: int, how: str) -> dict[str, Any]:
-    from runtime_shim import guard, install, mark_forward_method
+    from runtime_shim import guard, install, mark_forward_method, routing, uninstall
     from shim_models import batch, make
 
     if how == "install":
@@ -45,9 +45,11 @@ def fabric_run(rank: int, world: int, how: str) -> dict[str, Any]:
     x = batch(rank)
     result: dict[str, Any] = {}
 
-    bare = fabric.setup_module(make()) if how == "guard" else None
-    if bare is not None:  # Fabric alone: the decorator is ignored and Fabric's own error fires
+    if how == "guard":  # Fabric alone (runtime_shim never imported): Fabric's own error fires
+        uninstall()
+        bare = fabric.setup_module(make())
         result["bare.generate"] = _call(bare.generate, x)
+        routing.enable()
 
     model = make()
     fmodel = fabric.setup_module(model)

@@ -29,7 +29,7 @@ def fsdp2(rank: int, world: int, how: str) -> dict[str, Any]:
     from torch.distributed.device_mesh import init_device_mesh
 
     import torch.distributed.fsdp as fsdp_pkg
-    from runtime_shim import guard, install
+    from runtime_shim import guard, install, routing, uninstall
     from shim_models import batch, make
 
     mesh = init_device_mesh("cpu", (world,))
@@ -37,12 +37,14 @@ def fsdp2(rank: int, world: int, how: str) -> dict[str, Any]:
     result: dict[str, Any] = {}
 
     # The hazard (no shim): a method calling a root-owned submodule directly.
+    uninstall()  # as if runtime_shim were never imported
     bare = make()
     for block in bare.blocks:
         fsdp_pkg.fully_shard(block, mesh=mesh)
     fsdp_pkg.fully_shard(bare, mesh=mesh)
     bare(x).sum().backward()  # after backward the root is resharded
     result["bare.score"] = _call(bare.score, x)
+    routing.enable()
 
     if how == "install":
         install("error")
@@ -81,16 +83,18 @@ def fsdp1(rank: int, world: int, use_orig_params: bool, how: str) -> dict[str, A
     import torch
     from torch.distributed.fsdp import FullyShardedDataParallel as FSDP
 
-    from runtime_shim import guard, install
+    from runtime_shim import guard, install, routing, uninstall
     from shim_models import batch, make
 
     x = batch(rank)
     result: dict[str, Any] = {}
     kwargs = dict(device_id=torch.device("cpu"), use_orig_params=use_orig_params)
 
+    uninstall()  # as if runtime_shim were never imported
     bare = FSDP(make(), **kwargs)
     bare(x)
     result["bare.generate"] = _call(bare.module.generate, x)  # the cryptic failure (or an accident)
+    routing.enable()
 
     if how == "install":
         install("error")

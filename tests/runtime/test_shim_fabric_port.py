@@ -175,6 +175,7 @@ def test_unmarked_method_through_guarded_ddp_fabric_module_reports_ours() -> Non
 def test_install_patches_fabric_setup_and_uninstall_restores() -> None:
     from runtime_shim import install, uninstall
 
+    uninstall()  # also the routing that importing runtime_shim started: start from Lightning's own class
     original_init = _FabricModule.__init__
     install("error")
     try:

@@ -1,0 +1,105 @@
+"""Routing from the moment ``runtime_shim`` is imported: the mark is the whole fix.
+
+``from runtime_shim import forward_entry`` (any import of ``runtime_shim``) arranges that every
+DDP, FSDP1, FSDP2 (``fully_shard``) and Lightning Fabric wrapper created afterwards in this
+process routes its model's marked methods through the wrapper's forward: decorated methods,
+``runtime_shim.mark_forward_method`` registrations and FSDP2's ``register_fsdp_forward_method``
+registrations alike. A model with no marked method is left alone (no per-call cost at all).
+Routing only: raising on unmarked methods stays opt-in (``import runtime_shim.auto``, ``guard``).
+
+Torch-free until torch is there: if torch (or Lightning) is not imported yet, a meta-path hook
+waits for it and patches the wrapper constructors once the import has completed (never while
+torch is half-initialised). ``FWD_SHIM_MODE=off`` in the environment turns this off;
+``runtime_shim.uninstall()`` undoes every patch and guard.
+"""
+
+from __future__ import annotations
+
+import importlib.abc
+import importlib.util
+import sys
+import threading
+from typing import Any, Optional
+
+from lint_rules.contract import mode_from_env
+
+#: Modules whose completed import lets routing patch what they define.
+WATCHED = ("torch", "torch.distributed.fsdp", "lightning.fabric.wrappers", "lightning_fabric.wrappers")
+
+_lock = threading.RLock()
+_hook: Optional["_WhenImported"] = None
+_wanted = False
+
+
+def _ready(name: str) -> bool:
+    module = sys.modules.get(name)
+    spec = getattr(module, "__spec__", None)
+    return module is not None and not getattr(spec, "_initializing", False)
+
+
+def _apply() -> None:
+    """Patch whatever is importable now (called once torch has finished importing)."""
+    if not _wanted or not _ready("torch"):
+        return
+    from runtime_shim import installer
+
+    installer.install(installer.ROUTE, keep_stronger=True)
+
+
+class _WhenImported(importlib.abc.MetaPathFinder):
+    """Runs ``_apply`` right after a watched module finishes executing."""
+
+    def find_spec(self, fullname: str, path: Any, target: Any = None) -> Any:
+        if fullname not in WATCHED:
+            return None
+        sys.meta_path.remove(self)
+        try:
+            spec = importlib.util.find_spec(fullname)
+        finally:
+            if _hook is self:
+                sys.meta_path.insert(0, self)
+        if spec is None or spec.loader is None or not hasattr(spec.loader, "exec_module"):
+            return spec
+        loader = spec.loader
+        exec_module = loader.exec_module
+
+        def exec_then_route(module: Any) -> None:
+            exec_module(module)
+            if fullname == "torch":  # the finished import is marked after exec: apply when it is
+                spec._initializing = False  # type: ignore[union-attr]
+            with _lock:
+                _apply()
+
+        loader.exec_module = exec_then_route  # type: ignore[method-assign]
+        return spec
+
+
+def enable() -> None:
+    """Route marked methods of wrappers created from now on (idempotent)."""
+    global _hook, _wanted
+    with _lock:
+        _wanted = True
+        if _hook is None:
+            _hook = _WhenImported()
+            sys.meta_path.insert(0, _hook)
+        _apply()
+
+
+def disable() -> None:
+    """Stop watching imports (``uninstall`` restores what was patched)."""
+    global _hook, _wanted
+    with _lock:
+        _wanted = False
+        if _hook is not None and _hook in sys.meta_path:
+            sys.meta_path.remove(_hook)
+        _hook = None
+
+
+def enable_on_import() -> None:
+    """What ``import runtime_shim`` does, unless ``FWD_SHIM_MODE=off``."""
+    try:
+        mode = mode_from_env()
+    except ValueError:
+        mode = "error"  # runtime_shim.auto reports a bad value; routing is safe either way
+    if mode != "off":
+        enable()
