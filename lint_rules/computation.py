@@ -253,3 +253,15 @@ def analysis_for(index: ProjectIndex, ref: ClassRef) -> ClassAnalysis:
     if found is None:
         found = index.analyses[ref.key] = ClassAnalysis(index, ref)
     return found  # type: ignore[return-value]
+
+
+def never_entry(method: MethodFacts, lightning: bool) -> bool:
+    """Methods that are never forward entry points: not plain methods (static, class, property:
+    they cannot be routed), ``forward`` and the call protocol, dunders, and the step methods that
+    Lightning routes itself on a LightningModule."""
+    return (
+        method.kind != "method"
+        or method.name in contract.NEVER_ENTRY
+        or contract.is_dunder(method.name)
+        or (lightning and method.name in contract.LIGHTNING_STEP_METHODS)
+    )

@@ -147,6 +147,11 @@ def route_not_consumed_message(cls: str, method: str, wrapper: str) -> str:
     )
 
 
+#: What ``@forward_entry`` raises when a class is defined (``runtime_shim/marks.py``).
+DECORATOR_ON_FORWARD = f"@{DECORATOR_NAME} cannot mark forward itself: it is the forward"
+DECORATOR_ON_DESCRIPTOR = f"@{DECORATOR_NAME} marks instance methods, not a {{kind}}"
+DECORATOR_NOT_FUNCTION = f"@{DECORATOR_NAME} expects a function, got {{kind}}"
+
 MARK_VALIDATION_TYPE = f"{MARK_METHOD_CALL} expects a method or a method name, but got: {{kind}}"
 MARK_VALIDATION_FORWARD = "You cannot mark the forward method itself as a forward method."
 MARK_VALIDATION_MISSING = (

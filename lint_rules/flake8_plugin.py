@@ -1,7 +1,10 @@
 """flake8 front end (thin): ``FWD`` codes from the same engine and project view as ``fwdlint``.
 
 flake8 runs every installed plugin on every file, so the plugin gates itself: when no FWD code
-is selected (``flake8 --select E,F,W``) it does no work at all. flake8 applies ``# noqa`` and
+is selected it does no work at all. flake8 matches selections by prefix, so ``--select E,F,W``
+would select FWD through ``F``; that selection means pyflakes to everyone who writes it, so an
+explicit ``--select`` runs fwdlint only if it (or ``--extend-select``) names a prefix starting
+with ``FW``. The default selection runs it. flake8 applies ``# noqa`` and
 reports syntax errors itself; a file LibCST cannot parse yields nothing here.
 
 Each file is checked with its project's view (``layout``): every Python file under the project
@@ -65,6 +68,9 @@ class Plugin:
             enabled = tuple(code for code in CODES if engine.decision_for(code) is Decision.Selected)
         except (ImportError, AttributeError):  # a flake8 without the decision engine: run everything
             enabled = CODES
+        explicit = [*(getattr(options, "select", None) or ()), *(getattr(options, "extend_select", None) or ())]
+        if getattr(options, "select", None) and not any(p.upper().startswith("FW") for p in explicit):
+            enabled = ()  # `--select E,F,W` means pyflakes, not every code that starts with F
         cls.session = None
         if not enabled:
             cls.run_options = None

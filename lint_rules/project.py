@@ -52,7 +52,10 @@ class ProjectIndex:
     files: dict[str, FileFacts] = field(default_factory=dict)
     modules: dict[str, Optional[FileFacts]] = field(default_factory=dict)
     roots: list[Path] = field(default_factory=list)
-    marked_names: set[str] = field(default_factory=set)
+    marked_names: set[str] = field(default_factory=set)  # registrations whose model's class is unknown
+    # name -> (file, class, bound): registrations whose model's class the file tells; ``bound`` if
+    # the model is one the file set up (FWD002 then counts the mark for that set-up only)
+    class_marks: dict[str, list[tuple[FileFacts, str, bool]]] = field(default_factory=dict)
     analyses: dict[tuple[str, str], object] = field(default_factory=dict)  # computation.ClassAnalysis
     _module_cache: dict[tuple[str, str], bool] = field(default_factory=dict)
     _mro_cache: dict[tuple[str, str], list[ClassRef]] = field(default_factory=dict)
@@ -65,12 +68,12 @@ class ProjectIndex:
             self.modules.setdefault(facts.module, facts)
         if root is not None and root not in self.roots:
             self.roots.append(root)
-        self.marked_names.update(mark.name for mark in facts.marks)
+        for mark in facts.marks:
+            if mark.cls:
+                self.class_marks.setdefault(mark.name, []).append((facts, mark.cls, mark.site >= 0))
+            else:
+                self.marked_names.add(mark.name)
         self._subclasses = None
-
-    def add_marks(self, facts: Iterable[FileFacts]) -> None:
-        for item in facts:
-            self.marked_names.update(mark.name for mark in item.marks)
 
     # -- modules and classes ---------------------------------------------------------------
     def module(self, name: str) -> Optional[FileFacts]:
@@ -224,12 +227,25 @@ class ProjectIndex:
         return any(self.is_module_class(sub) for sub in self.subclasses(ref))
 
     # -- marks -----------------------------------------------------------------------------
-    def is_marked(self, method: MethodFacts, facts: FileFacts) -> bool:
-        """Registered by name somewhere in the project, or decorated with a mark the runtime
-        honours: ``runtime_shim``'s own decorators (resolved through the file's imports, so a
-        look-alike defined elsewhere does not count) or one named in ``mark-decorators``."""
+    def is_marked(self, method: MethodFacts, facts: FileFacts, ref: Optional[ClassRef] = None,
+                  bound: bool = True) -> bool:
+        """Is ``method`` (of class ``ref``, defined in ``facts``) marked?
+
+        Registered somewhere in the project: for the class of the registered model when the
+        registering file tells it (that class, its bases and its subclasses), by name alone when
+        it does not. Or decorated with a mark the runtime honours: ``runtime_shim``'s own
+        decorators (resolved through the file's imports, so a look-alike defined elsewhere does
+        not count) or one named in ``mark-decorators``. ``bound=False`` leaves out registrations
+        on a particular set-up model (FWD002 matches those to its calls itself)."""
         if method.name in self.marked_names:
             return True
+        for origin, cls, is_bound in self.class_marks.get(method.name, ()) if ref is not None else ():
+            if is_bound and not bound:
+                continue
+            marked = self.find_class(cls, origin) or self.find_class(cls.rpartition(".")[0], origin)
+            if marked is not None and (any(item.key == marked.key for item in self.mro(ref))
+                                       or any(item.key == ref.key for item in self.mro(marked))):
+                return True
         star_shim = any(name == "*" and target.split(".", 1)[0] == contract.DECORATOR_MODULE
                         for name, target in facts.imports)
         for decorator in method.decorators:

@@ -86,10 +86,11 @@ def _patched_register(original: Callable[..., Any]) -> Callable[..., Any]:
     @functools.wraps(original)
     def register_fsdp_forward_method(module: Any, method_name: str) -> None:
         original(module, method_name)  # FSDP2 itself: a no-op unless module is an FSDPModule
-        marks = getattr(module, "__dict__", {}).setdefault(MARKS_KEY, set())
-        marks.add(method_name)  # ours: routed under every wrapper created or guarded later
+        if not callable(getattr(type(module), method_name, None)) or not hasattr(module, "__dict__"):
+            return  # FSDP2 raised above for its own modules; elsewhere FSDP2 does nothing, nor do we
+        module.__dict__.setdefault(MARKS_KEY, set()).add(method_name)  # routed under every wrapper
         record = module.__dict__.get(GUARD_KEY)
-        if record is not None and record.active and callable(getattr(type(module), method_name, None)):
+        if record is not None and record.active:
             record.add_mark(module, method_name)
 
     return register_fsdp_forward_method

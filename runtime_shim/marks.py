@@ -9,7 +9,14 @@ from __future__ import annotations
 import inspect
 from typing import Any, Callable, TypeVar
 
-from lint_rules.contract import DECORATOR_NAME, MARK_ATTRIBUTE, generator_message
+from lint_rules.contract import (
+    DECORATOR_NAME,
+    DECORATOR_ON_DESCRIPTOR,
+    DECORATOR_NOT_FUNCTION,
+    DECORATOR_ON_FORWARD,
+    MARK_ATTRIBUTE,
+    generator_message,
+)
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -32,11 +39,11 @@ def forward_entry(fn: F) -> F:
     ``@torch.no_grad()`` works in either order (``functools.wraps`` copies ``__dict__``).
     """
     if isinstance(fn, (staticmethod, classmethod, property)):
-        raise TypeError(f"@{DECORATOR_NAME} marks instance methods, not a {type(fn).__name__}")
+        raise TypeError(DECORATOR_ON_DESCRIPTOR.format(kind=type(fn).__name__))
     if not callable(fn):
-        raise TypeError(f"@{DECORATOR_NAME} expects a function, got {type(fn).__name__}")
+        raise TypeError(DECORATOR_NOT_FUNCTION.format(kind=type(fn).__name__))
     if getattr(fn, "__name__", None) == "forward":
-        raise ValueError(f"@{DECORATOR_NAME} cannot mark forward itself: it is the forward")
+        raise ValueError(DECORATOR_ON_FORWARD)
     if is_generator_function(fn):
         raise TypeError(generator_message(fn.__qualname__))
     setattr(fn, MARK_ATTRIBUTE, True)

@@ -41,9 +41,13 @@ def test_real_flake8_selects_reports_and_gates(tmp_path: Path) -> None:
     (tmp_path / "m.py").write_text(SOURCE)
     rows = flake8_rows(run_flake8(tmp_path, "--select", "FWD", "m.py"))
     assert [(p, r, c, code) for p, r, c, code, _ in rows] == [("m.py", 4, 9, "FWD001")]
-    # flake8 matches prefixes, so "--select F" selects FWD too; "E,W" does not.
-    assert "FWD001" in run_flake8(tmp_path, "--select", "E,F,W", "m.py").stdout
+    # flake8 matches prefixes, so "--select F" would select FWD; fwdlint runs only when a selection
+    # names FW... explicitly (or by default): "E,F,W" means pyflakes.
+    assert "FWD001" not in run_flake8(tmp_path, "--select", "E,F,W", "m.py").stdout
     assert "FWD001" not in run_flake8(tmp_path, "--select", "E,W", "m.py").stdout
+    assert "FWD001" in run_flake8(tmp_path, "--select", "E,F,W", "--extend-select", "FWD", "m.py").stdout
+    assert "FWD001" in run_flake8(tmp_path, "--select", "E,F,W,FW", "m.py").stdout
+    assert "FWD001" in run_flake8(tmp_path, "m.py").stdout  # the default selection
     assert run_flake8(tmp_path, "--extend-ignore", "FWD001", "--select", "FWD", "m.py").stdout == ""
 
 

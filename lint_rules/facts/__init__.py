@@ -14,16 +14,15 @@ import libcst as cst
 
 from lint_rules.facts.classes import Classes
 from lint_rules.facts.entry_uses import EntryUses
-from lint_rules.facts.marks import Marks
-from lint_rules.facts.model import ClassFacts, FileFacts, Mark, MethodFacts, Source, Use, WrapSite
+from lint_rules.facts.model import ClassFacts, FileFacts, Mark, MethodFacts, Source, Use, WrapSite, WrappedCall
+from lint_rules.facts.model_flow import ModelFlow
 from lint_rules.facts.traversal import Collector, FileWalk
-from lint_rules.facts.wrap_sites import WrapSites
 from lint_rules.noqa import noqa_lines
 
-COLLECTORS: tuple[type[Collector], ...] = (EntryUses, Classes, Marks, WrapSites)
+COLLECTORS: tuple[type[Collector], ...] = (EntryUses, Classes, ModelFlow)
 
 __all__ = ["COLLECTORS", "ClassFacts", "FileFacts", "Mark", "MethodFacts", "Source", "Use", "WrapSite",
-           "extract", "wanted"]
+           "WrappedCall", "extract", "wanted"]
 
 
 def wanted(source: str, collectors: Sequence[type[Collector]] = COLLECTORS) -> list[type[Collector]]:
@@ -47,7 +46,7 @@ def extract(source: str, path: str, module: str = "", is_package: bool = False, 
     return FileFacts(path=path, module=module, imports=walk.names.as_facts(), classes=fields.get("classes", ()),
                      marks=fields.get("marks", ()), noqa=noqa_lines(source),
                      quoted=_quoted_private(source), delegates=fields.get("delegates", ()),
-                     wrap_sites=fields.get("wrap_sites", ()))
+                     wrap_sites=fields.get("wrap_sites", ()), wrapped_calls=fields.get("wrapped_calls", ()))
 
 
 def _quoted_private(source: str) -> tuple[str, ...]:

@@ -72,7 +72,8 @@ class Classes(Collector):
                 kind = body.kind if body is not None else method_kind(decorators)
                 methods.append(MethodFacts(name=node.name.value, line=line, col=col, kind=kind,
                                            decorators=decorators, uses=body.uses if body else (),
-                                           returns=body.returns if body else ()))
+                                           returns=body.returns if body else (),
+                                           generator=body.generator if body else False))
                 for name, sources in body.attrs if body else ():
                     merged.setdefault(name, []).extend(sources)
             classes.append(ClassFacts(qualname=record.qualname, bases=record.bases, methods=tuple(methods),

@@ -10,18 +10,19 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from lint_rules.facts.model import ClassFacts, FileFacts, Mark, MethodFacts, Source, Use, WrapSite
+from lint_rules.facts.model import ClassFacts, FileFacts, Mark, MethodFacts, Source, Use, WrapSite, WrappedCall
 
-FORMAT = 2
+FORMAT = 3
 
 
 def _method(m: MethodFacts) -> list[Any]:
     return [m.name, m.line, m.col, m.kind, m.decorators, [[u.kind, u.name, u.line, u.text, u.method] for u in m.uses],
-            m.returns]
+            m.returns, m.generator]
 
 
 def _method_from(row: list[Any]) -> MethodFacts:
-    return MethodFacts(row[0], row[1], row[2], row[3], tuple(row[4]), tuple(Use(*u) for u in row[5]), tuple(row[6]))
+    return MethodFacts(row[0], row[1], row[2], row[3], tuple(row[4]), tuple(Use(*u) for u in row[5]), tuple(row[6]),
+                       bool(row[7]))
 
 
 def encode(facts: FileFacts) -> str:
@@ -31,18 +32,19 @@ def encode(facts: FileFacts) -> str:
         facts.imports,
         [[c.qualname, c.bases, [_method(m) for m in c.methods],
           [[name, [[s.kind, s.ref] for s in sources]] for name, sources in c.attrs]] for c in facts.classes],
-        [[m.name, m.line] for m in facts.marks],
+        [[m.name, m.line, m.col, m.via, m.receiver, m.cls, m.site] for m in facts.marks],
         facts.noqa,
         facts.quoted,
         [[position, _method(function)] for position, function in facts.delegates],
         [[w.kind, w.var, w.cls, w.line, w.scope, w.called, w.inline] for w in facts.wrap_sites],
+        [[c.method, c.line, c.col, c.text, c.site] for c in facts.wrapped_calls],
         facts.parsed,
     ], separators=(",", ":"))
 
 
 def decode(text: str, path: str) -> FileFacts:
     """Raises ``ValueError`` (or ``TypeError``/``IndexError``) on anything that is not ours."""
-    (module, imports, classes, marks, noqa, quoted, delegates, wrap_sites, parsed) = json.loads(text)
+    (module, imports, classes, marks, noqa, quoted, delegates, wrap_sites, calls, parsed) = json.loads(text)
     return FileFacts(
         path=path,
         module=module,
@@ -50,11 +52,12 @@ def decode(text: str, path: str) -> FileFacts:
         classes=tuple(ClassFacts(q, tuple(bases), tuple(_method_from(m) for m in methods),
                                  tuple((name, tuple(Source(k, r) for k, r in sources)) for name, sources in attrs))
                       for q, bases, methods, attrs in classes),
-        marks=tuple(Mark(n, line) for n, line in marks),
+        marks=tuple(Mark(*row) for row in marks),
         noqa=tuple((line, codes) for line, codes in noqa),
         quoted=tuple(quoted),
         delegates=tuple((position, _method_from(m)) for position, m in delegates),
         wrap_sites=tuple(WrapSite(k, v, c, line, scope, tuple(called), inline)
                          for k, v, c, line, scope, called, inline in wrap_sites),
+        wrapped_calls=tuple(WrappedCall(*row) for row in calls),
         parsed=bool(parsed),
     )

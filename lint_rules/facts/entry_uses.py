@@ -339,6 +339,7 @@ class MethodBody:
     uses: tuple[Use, ...]
     returns: tuple[str, ...]
     attrs: tuple[tuple[str, tuple[Source, ...]], ...]  # self.<attr> -> what this method assigns
+    generator: bool = False
 
 
 _PROPERTY_DECORATORS = frozenset({"property", "cached_property", "setter", "getter", "deleter"})
@@ -360,13 +361,14 @@ class EntryUses(Collector):
     name = "entry_uses"
     triggers = ("class",)
     handlers = {cst.Call: "on_call", cst.For: "on_for", cst.CompFor: "on_for", cst.Assign: "on_assign",
-                cst.AnnAssign: "on_ann_assign", cst.Return: "on_return"}
+                cst.AnnAssign: "on_ann_assign", cst.Return: "on_return", cst.Yield: "on_yield"}
 
     def __init__(self, walk: FileWalk) -> None:
         super().__init__(walk)
         self.scans: dict[cst.FunctionDef, tuple[str, MethodScan]] = {}  # method -> (kind, its scan)
         self.functions: dict[str, cst.FunctionDef] = {}  # module-level functions
         self.current: Optional[MethodScan] = None  # set while a delegate is read a second time
+        self.generators: set[cst.FunctionDef] = set()  # methods whose own body yields
 
     def wants_expressions(self, scope: Scope) -> bool:
         return scope.method is not None
@@ -411,6 +413,10 @@ class EntryUses(Collector):
         if scan is not None:
             scan.on_return(node)
 
+    def on_yield(self, node: cst.Yield, scope: Scope) -> None:
+        if self.current is None and scope.method is not None and scope.node is scope.method:
+            self.generators.add(scope.method)
+
     def finish(self, results: dict[str, dict[str, Any]]) -> dict[str, Any]:
         bodies: dict[cst.FunctionDef, MethodBody] = {}
         for node, (kind, scan) in self.scans.items():
@@ -422,7 +428,7 @@ class EntryUses(Collector):
         attrs = [(name, tuple(scan.sources(value))) for name, value in scan.assigned]
         attrs.extend((name, (Source(SRC_MODULE),)) for name in scan.registered)
         return MethodBody(kind, self._located(node, kind, scan.uses), tuple(dict.fromkeys(scan.returns)),
-                          tuple(attrs))
+                          tuple(attrs), node in self.generators)
 
     def _delegates(self, bodies: dict[cst.FunctionDef, MethodBody]) -> tuple[tuple[int, MethodFacts], ...]:
         """Read the module-level functions that methods pass ``self`` to, with that parameter

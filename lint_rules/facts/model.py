@@ -57,6 +57,7 @@ class MethodFacts:
     decorators: tuple[str, ...]  # dotted, resolved through imports where possible
     uses: tuple[Use, ...]
     returns: tuple[str, ...] = ()  # attributes returned as `return self.<attr>`
+    generator: bool = False  # the body itself yields
 
 
 @dataclass(frozen=True)
@@ -69,24 +70,42 @@ class ClassFacts:
 
 @dataclass(frozen=True)
 class Mark:
-    """A run-time registration ``obj.mark_forward_method("name")`` or the FSDP2 equivalent."""
+    """A run-time registration: ``obj.mark_forward_method("name")`` (Fabric, or ``runtime_shim``'s
+    ``mark_forward_method(obj, "name")``), with a bound method instead of the name, or FSDP2's
+    ``register_fsdp_forward_method(obj, "name")``."""
 
     name: str
     line: int
+    col: int = 0  # 0-based column of the called name (``mark_forward_method``)
+    via: str = ""  # "fabric" (a method of a set-up model), "shim", "fsdp2", "" (receiver unknown)
+    receiver: str = ""  # the model as written ("model", "self.model"; "" if not a plain name)
+    cls: str = ""  # the model's class, resolved through imports ("" if the file does not tell)
+    site: int = -1  # the set-up site (``FileFacts.wrap_sites``) of the model it registers on, if any
 
 
 @dataclass(frozen=True)
 class WrapSite:
-    """A statement that sets up a model for distributed execution (``model = fabric.setup(model)``,
-    ``fully_shard(model)``); one per set-up variable."""
+    """A statement that sets up a model for distributed execution: ``model = fabric.setup(model)``,
+    ``fully_shard(model)``, ``ddp = DDP(model)``, ``FSDP(model)``; one per set-up variable."""
 
-    kind: str  # "fabric" or "fsdp2"
+    kind: str  # "fabric", "fsdp2", "ddp" or "fsdp1"
     var: str  # the variable that holds the set-up model afterwards: "model", "self.model"
     cls: str  # the model's class as a dotted reference resolved through imports ("" if unknown)
     line: int  # first line of the statement
     scope: str  # qualified name of the enclosing function ("" at module level)
-    called: tuple[str, ...]  # method names called on ``var`` later in the same scope
+    called: tuple[str, ...]  # method names called later on the set-up model, its .module or the wrapped module
     inline: bool = False  # the statement shares its line with a block header: no room after it
+
+
+@dataclass(frozen=True)
+class WrappedCall:
+    """A method called on a set-up model, on its ``.module``, or on the module it wraps."""
+
+    method: str  # "generate"
+    line: int
+    col: int  # 0-based column of the method's name
+    text: str  # the call as written, up to the method: "fmodel.generate", "self.model.module.sample"
+    site: int  # index of its set-up site in ``FileFacts.wrap_sites``
 
 
 @dataclass(frozen=True)
@@ -104,6 +123,7 @@ class FileFacts:
     # (position of the parameter, the function as MethodFacts).
     delegates: tuple[tuple[int, MethodFacts], ...] = field(default=())
     wrap_sites: tuple[WrapSite, ...] = field(default=())
+    wrapped_calls: tuple[WrappedCall, ...] = field(default=())
     # False when the text prefilter skipped the parse: no classes, no marks, imports unknown.
     parsed: bool = True
 

@@ -1,5 +1,5 @@
-"""``--fix-style call``: register entry methods where the model is set up, for classes you
-cannot (or do not want to) edit.
+"""Registering entry methods where the model is set up: FWD001's ``--fix-style call`` (for
+classes you do not want to edit) and FWD002's fixer (for classes you cannot edit).
 
 For each set-up site in the facts (``wrap_sites``: ``model = fabric.setup(...)``, FSDP2's
 ``fully_shard(model)``) of a file the run was given, the model's class is resolved through the
@@ -16,6 +16,7 @@ as the analyzer reads it, so a finding counts as fixed when its method name was 
 
 from __future__ import annotations
 
+from itertools import groupby
 from pathlib import Path
 from typing import Optional, Sequence
 
@@ -32,12 +33,6 @@ from lint_rules.project import ClassRef, ProjectIndex
 from lint_rules.source import decode
 
 FSDP_MODULE = "torch.distributed.fsdp"
-
-
-def _mark_text(site: WrapSite, name: str, register: str) -> str:
-    if site.kind == "fabric":
-        return f'{site.var}.{contract.MARK_METHOD_CALL}("{name}")'
-    return f'{register}({site.var}, "{name}")'
 
 
 class _Insert(cst.CSTTransformer):
@@ -102,8 +97,8 @@ def fix(context: FixContext, diagnostics: Sequence[Diagnostic]) -> tuple[list[Fi
         elif name in unresolved:
             unfixed.append(Unfixed(d, unresolved[name]))
         else:
-            unfixed.append(Unfixed(d, "no fabric.setup() or fully_shard() of its class is followed by a call "
-                                      "of it; use --fix-style decorator"))
+            unfixed.append(Unfixed(d, "no set-up of its class (fabric.setup, fully_shard, DDP, FSDP) is followed "
+                                      "by a call of it; use --fix-style decorator"))
     return files, unfixed
 
 
@@ -132,23 +127,47 @@ def _fix_file(path: str, facts: FileFacts, view: ProjectIndex, by_class: dict[tu
             continue
         if names:
             plan.append((site, names))
-    if not plan:
-        return None
+    return register_after_sites(path, plan) if plan else None
+
+
+#: Where the registration function of each set-up kind comes from (Fabric's is a method).
+_REGISTER_IMPORTS = {"fsdp2": (FSDP_MODULE, contract.FSDP_REGISTER_CALL),
+                     "ddp": (contract.DECORATOR_MODULE, contract.MARK_METHOD_CALL),
+                     "fsdp1": (contract.DECORATOR_MODULE, contract.MARK_METHOD_CALL)}
+
+
+def register_after_sites(path: str, plan: Sequence[tuple[WrapSite, Sequence[str]]]) -> FileFix:
+    """Insert, right after each set-up statement, one registration per method name: Fabric's
+    ``model.mark_forward_method("m")``, FSDP2's ``register_fsdp_forward_method(model, "m")``, or
+    ``runtime_shim``'s ``mark_forward_method(ddp, "m")`` for DDP and FSDP1, with the imports."""
     old = Path(path).read_bytes()
     text = decode(old)
     module = cst.parse_module(old)
     statements = simple_statements_by_line(module)
-    register, edit_module, extended, inserted = contract.FSDP_REGISTER_CALL, module, None, []
-    fsdp = [site for site, _ in plan if site.kind == "fsdp2"]
-    if fsdp:
-        first = min(statements[site.line][2] for site in fsdp if site.line in statements)
-        edit = ensure_import(module, FSDP_MODULE, contract.FSDP_REGISTER_CALL, first, text)
-        edit_module, register, extended = edit.module, edit.reference, edit.extended
+    result = FileFix(path, old, old)
+    inserted: list[bytes] = []
+    extended: Optional[tuple[int, int]] = None
+    references: dict[str, str] = {}
+    edits = 0
+    needed: dict[tuple[str, str], set[str]] = {}
+    for site, _ in plan:
+        if site.kind in _REGISTER_IMPORTS:
+            needed.setdefault(_REGISTER_IMPORTS[site.kind], set()).add(site.kind)
+    for (source, name), kinds in sorted(needed.items()):
+        tops = [statements[site.line][2] for site, _ in plan if site.kind in kinds and site.line in statements]
+        edit = ensure_import(module, source, name, min(tops, default=len(module.body)), text)
+        if edit.inserted is not None or edit.extended is not None:
+            edits += 1
+        if edits > 1 and (edit.extended is not None or extended is not None):
+            result.error = "fix not applied: two imports would have to change; add the registrations by hand"
+            return result
+        module = edit.module
+        references.update((kind, edit.reference) for kind in kinds)
+        extended = edit.extended or extended
         if edit.inserted is not None:
             inserted.append(edit.inserted)
     after: dict[cst.CSTNode, list[cst.SimpleStatementLine]] = {}
     ancestors: set[cst.CSTNode] = set()
-    result = FileFix(path, old, old)
     for site, names in plan:
         found = statements.get(site.line)
         if found is None:
@@ -156,13 +175,16 @@ def _fix_file(path: str, facts: FileFacts, view: ProjectIndex, by_class: dict[tu
             return result
         statement, path_to, _ = found
         for name in names:
-            call = _mark_text(site, name, register)
-            after.setdefault(statement, []).append(cst.SimpleStatementLine(body=[cst.Expr(cst.parse_expression(call))]))
-            inserted.append(call.encode("utf-8"))
+            if site.kind == "fabric":
+                line = f'{site.var}.{contract.MARK_METHOD_CALL}("{name}")'
+            else:
+                line = f'{references[site.kind]}({site.var}, "{name}")'
+            after.setdefault(statement, []).append(cst.SimpleStatementLine(body=[cst.Expr(cst.parse_expression(line))]))
+            inserted.append(line.encode("utf-8"))
             if name not in result.registered:
                 result.registered.append(name)
         ancestors.update(path_to)
-    new = edit_module.visit(_Insert(after, ancestors)).bytes
+    new = module.visit(_Insert(after, ancestors)).bytes
     try:
         verify(old, new, Plan(inserted=inserted, extended=extended), path)
     except FixRefused as refused:
@@ -170,3 +192,38 @@ def _fix_file(path: str, facts: FileFacts, view: ProjectIndex, by_class: dict[tu
         return result
     result.new = new
     return result
+
+
+def fix_wrapped_calls(context: FixContext, diagnostics: Sequence[Diagnostic]) -> tuple[list[FileFix], list[Unfixed]]:
+    """FWD002's fixer (both styles: the class is not yours to decorate): register each called
+    method right after the set-up of the model it is called on."""
+    files: list[FileFix] = []
+    unfixed: list[Unfixed] = []
+    for path, group in groupby(sorted(diagnostics), key=lambda d: d.path):
+        found = list(group)
+        view = context.analysis.view_for(path)
+        facts = view.files.get(path) if view is not None else None
+        plan: dict[int, list[str]] = {}
+        fixable: list[Diagnostic] = []
+        for d in found:
+            hit = next((c for c in facts.wrapped_calls if (c.line, c.col) == (d.line, d.col)), None) if facts else None
+            site = facts.wrap_sites[hit.site] if facts is not None and hit is not None else None
+            if hit is None or site is None:
+                unfixed.append(Unfixed(d, "cannot find the call in the file's facts"))
+            elif not site.var or site.inline:
+                unfixed.append(Unfixed(d, f"the set-up at line {site.line} has no variable or no room for a "
+                                          f"registration after it; register the method by hand"))
+            else:
+                names = plan.setdefault(hit.site, [])
+                if hit.method not in names:
+                    names.append(hit.method)
+                fixable.append(d)
+        if not plan or facts is None:
+            continue
+        file = register_after_sites(path, [(facts.wrap_sites[index], names) for index, names in sorted(plan.items())])
+        if file.error is None:
+            file.fixed.extend(fixable)
+        else:
+            file.unfixed.extend(Unfixed(d, "fix refused") for d in fixable)
+        files.append(file)
+    return files, unfixed

@@ -13,6 +13,8 @@ from typing import Any, Optional
 
 RULE_MODULES: tuple[str, ...] = (
     "fwd001_unmarked_entry",
+    "fwd002_unmarked_call",
+    "fwd003_invalid_mark",
 )
 
 CODES: tuple[str, ...] = tuple(name.split("_", 1)[0].upper() for name in RULE_MODULES)

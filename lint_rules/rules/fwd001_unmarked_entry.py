@@ -38,11 +38,20 @@ Never reported
     ``forward``, ``__call__`` and other dunders; static and class methods; properties (they
     cannot be routed); ``training_step``/``validation_step``/``test_step``/``predict_step`` on
     LightningModule subclasses (Lightning routes them); private helpers (leading underscore)
-    called from another method of the class, its bases or subclasses; marked methods:
-    decorated ``@forward_entry`` (any import style) or with a name from ``mark-decorators``
-    (default ``inference_entry``), or registered by name anywhere in the analysed files with
-    ``<obj>.mark_forward_method("name")``, ``<obj>.mark_forward_method(<obj>.name)`` or
-    ``register_fsdp_forward_method(<obj>, "name")``.
+    called from another method of the class, its bases or subclasses; marked methods.
+
+What counts as a mark
+    Only what the runtime honours. ``@forward_entry`` or ``@inference_entry`` from ``runtime_shim``
+    (resolved through the file's imports: a look-alike of the same name from elsewhere is no
+    mark), or your own decorators named in ``mark-decorators`` (they must apply
+    ``forward_entry``). Importing ``runtime_shim`` is what makes a decorator take effect: from
+    then on DDP, FSDP1, FSDP2 and Fabric wrappers route marked methods, with nothing else to
+    enable. A registration anywhere in the project: ``model.mark_forward_method("name")`` after
+    ``fabric.setup``, ``runtime_shim``'s ``mark_forward_method(model, "name")`` or
+    ``mark_forward_method(model, model.name)``, FSDP2's ``register_fsdp_forward_method(model,
+    "name")``. It marks the method for the registered model's class (its bases and subclasses)
+    when the registering file tells that class, and for every class when it does not. FWD003
+    reports marks that fail or do nothing.
 
 Public helpers called from forward (timm's ``forward_features``, a VAE's ``encode``) are
 reported: they are public API, and calling them on a wrapped model bypasses the wrapper just
@@ -55,16 +64,16 @@ from __future__ import annotations
 from typing import Iterator
 
 from lint_rules import contract
-from lint_rules.computation import analysis_for
+from lint_rules.computation import analysis_for, never_entry
 from lint_rules.diagnostics import Diagnostic
-from lint_rules.facts.model import DYNAMIC_CALL, SELF_CALL, SUPER_CALL, ClassFacts, FileFacts, MethodFacts
+from lint_rules.facts.model import DYNAMIC_CALL, SELF_CALL, SUPER_CALL, ClassFacts, FileFacts
 from lint_rules.fix import call, decorator
 from lint_rules.project import ClassRef, ProjectIndex
 from lint_rules.rules.base import Invalid, Valid
 
 CODE = "FWD001"
 NAME = "unmarked-forward-entry"
-NEEDS = ("classes", "entry_uses", "marks")
+NEEDS = ("classes", "entry_uses", "model_flow")
 FIXERS = {"decorator": decorator.fix, "call": call.fix}
 _MIXIN_EVIDENCE = frozenset({SELF_CALL, SUPER_CALL, DYNAMIC_CALL})
 
@@ -154,15 +163,6 @@ class VAE(nn.Module):
 )
 
 
-def _exempt(method: MethodFacts, lightning: bool) -> bool:
-    return (
-        method.kind != "method"
-        or method.name in contract.NEVER_ENTRY
-        or contract.is_dunder(method.name)
-        or (lightning and method.name in contract.LIGHTNING_STEP_METHODS)
-    )
-
-
 def _may_compute_alone(cls: ClassFacts) -> bool:
     """A plain class can only hold an entry point if it calls ``self`` itself (a mixin such as
     GenerationMixin); checking this first spares resolving every class's subclasses."""
@@ -178,7 +178,7 @@ def check(view: ProjectIndex, facts: FileFacts) -> Iterator[Diagnostic]:
         lightning = view.is_lightning_class(ref)
         called: set[str] | None = None
         for method in cls.methods:
-            if _exempt(method, lightning) or view.is_marked(method, facts):
+            if never_entry(method, lightning) or view.is_marked(method, facts, ref):
                 continue
             chain = analysis.chain(method.name)
             if chain is None:

@@ -1,0 +1,351 @@
+"""Collector ``model_flow``: how models are built, set up, marked and called in a file.
+
+Follows each model variable through the statements of its scope (in order):
+
+* built: ``model = GPT(...)``, ``GPT.from_pretrained(...)``, an annotation (``model: GPT = ...``);
+* set up (``WrapSite``): ``fabric.setup(...)`` / ``fabric.setup_module(...)`` (tuple targets such
+  as ``model, opt = fabric.setup(model, opt)`` pair with the positional arguments),
+  ``DistributedDataParallel(...)`` / ``FullyShardedDataParallel(...)`` (any import alias), and
+  FSDP2's ``fully_shard(model)``. A receiver counts as a Fabric if its name contains "fabric" or
+  it was assigned ``...Fabric(...)``;
+* copied: ``net = model``, ``inner = ddp.module``; stored on ``self`` in one method
+  (``self.model = fabric.setup(model)``) and used in another (``self.model.generate(...)``);
+  passed to a function of the same file (``evaluate(fmodel)``, whose parameter is then followed);
+* marked (``Mark``): ``model.mark_forward_method("generate")``, ``mark_forward_method(model,
+  model.generate)`` (``runtime_shim``), ``register_fsdp_forward_method(model, "generate")``;
+* called (``WrappedCall``): any ``<receiver>.<method>(...)`` on a set-up model, on its ``.module``,
+  or on the module it wraps.
+
+Each function body is its own scope; class bodies share their enclosing scope's names.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any, Optional
+
+import libcst as cst
+
+from lint_rules import contract
+from lint_rules.facts.model import Mark, WrapSite, WrappedCall
+from lint_rules.facts.traversal import Collector, Scope
+from lint_rules.facts.walk import dotted_name, string_value
+
+_TRIGGER = re.compile(r"\.setup(?:_module)?\s*\(|fully_shard\s*\(|DistributedDataParallel|FullyShardedDataParallel"
+                      rf"|\bDDP\b|\bFSDP\b|{contract.MARK_METHOD_CALL}|{contract.FSDP_REGISTER_CALL}")
+_SETUP_METHODS = ("setup", "setup_module")
+_WRAPPER_CLASSES = {"DistributedDataParallel": "ddp", "FullyShardedDataParallel": "fsdp1"}
+_NAME_KEYWORDS = ("method", "method_name", "method_or_name")
+
+
+@dataclass(frozen=True)
+class _Value:
+    """What a name holds: a model of class ``cls`` ("model"), a wrapper or set-up model
+    ("wrapped"), or the module inside a wrapper ("inner"); ``site`` indexes the set-up site."""
+
+    kind: str
+    cls: Optional[str] = None
+    site: Optional[int] = None
+
+
+@dataclass
+class _Site:
+    kind: str
+    var: str
+    cls: Optional[str]
+    statement: cst.CSTNode
+    qualname: str
+    inline: bool
+    called: list[str] = field(default_factory=list)
+
+
+@dataclass
+class _Frame:
+    """One function (or the module): its names and the Fabrics among them."""
+
+    values: dict[str, _Value] = field(default_factory=dict)
+    fabrics: set[str] = field(default_factory=set)
+    params: dict[str, int] = field(default_factory=dict)  # parameter -> position (self excluded)
+
+
+class ModelFlow(Collector):
+    name = "model_flow"
+    handlers = {cst.Assign: "on_statement", cst.AnnAssign: "on_statement", cst.Expr: "on_statement",
+                cst.Call: "on_call"}
+
+    def __init__(self, walk: Any) -> None:
+        super().__init__(walk)
+        self.sites: list[_Site] = []
+        self.frames: dict[cst.CSTNode, _Frame] = {}
+        self.calls: list[tuple[str, cst.Attribute, int]] = []  # (text, attribute node, site)
+        self.marks: list[tuple[cst.Call, str, str, str, Optional[_Value]]] = []
+        # Resolved at the end: calls on self.<attr> (class node, attr, rest, method, node) and on
+        # parameters (function name, position, rest, method, node); values stored on self and
+        # passed to same-file functions.
+        self.self_calls: list[tuple[cst.CSTNode, str, str, str, cst.Attribute]] = []
+        self.param_calls: list[tuple[str, int, str, str, cst.Attribute]] = []
+        self.self_values: dict[tuple[cst.CSTNode, str], _Value] = {}
+        self.passed: list[tuple[str, int, _Value]] = []
+        self.functions: set[str] = set()
+
+    @classmethod
+    def wanted(cls, source: str) -> bool:
+        return _TRIGGER.search(source) is not None
+
+    def wants_expressions(self, scope: Scope) -> bool:
+        return True
+
+    # -- scopes ----------------------------------------------------------------------------
+    @staticmethod
+    def _owner(scope: Scope) -> Scope:
+        current = scope
+        while current.kind == "class" and current.parent is not None:
+            current = current.parent
+        return current
+
+    def _frame(self, scope: Scope) -> _Frame:
+        owner = self._owner(scope)
+        frame = self.frames.get(owner.node)
+        if frame is None:  # a function starts with the Fabrics its definer knew
+            outer = self._frame(owner.parent) if owner.parent is not None else None
+            frame = self.frames[owner.node] = _Frame(fabrics=set(outer.fabrics) if outer else set())
+            if isinstance(owner.node, cst.FunctionDef):
+                frame.params = self._params(owner)
+        return frame
+
+    @staticmethod
+    def _params(owner: Scope) -> dict[str, int]:
+        node = owner.node
+        assert isinstance(node, cst.FunctionDef)
+        names = [p.name.value for p in (*node.params.posonly_params, *node.params.params)]
+        if owner.parent is not None and owner.parent.kind == "class" and names:
+            names = names[1:]  # self
+        return {name: index for index, name in enumerate(names)}
+
+    @staticmethod
+    def _class_of(scope: Scope) -> Optional[cst.CSTNode]:
+        current: Optional[Scope] = scope
+        while current is not None:
+            if current.kind == "class":
+                return current.node
+            current = current.parent
+        return None
+
+    def enter(self, node: cst.CSTNode, scope: Scope) -> None:
+        if isinstance(node, cst.FunctionDef) and scope.parent is not None and scope.parent.kind == "module":
+            self.functions.add(node.name.value)
+
+    # -- values ----------------------------------------------------------------------------
+    def _value(self, expr: Optional[cst.BaseExpression], scope: Scope) -> Optional[_Value]:
+        """The value of a dotted expression: ``model``, ``ddp.module``, ``self.model.module``."""
+        text = dotted_name(expr) if expr is not None else None
+        return self._value_of(text, self._frame(scope)) if text else None
+
+    def _value_of(self, text: str, frame: _Frame) -> Optional[_Value]:
+        if text in frame.values:
+            return frame.values[text]
+        head, _, last = text.rpartition(".")
+        if last == "module" and head:
+            outer = self._value_of(head, frame)
+            if outer is not None and outer.kind == "wrapped":
+                return _Value("inner", outer.cls, outer.site)
+        return None
+
+    def _bind(self, target: cst.BaseExpression, value: Optional[_Value], scope: Scope) -> None:
+        text = dotted_name(target)
+        if text is None:
+            return
+        frame = self._frame(scope)
+        if value is None:
+            frame.values.pop(text, None)
+        else:
+            frame.values[text] = value
+        self_class = self._class_of(scope)
+        root = text.split(".", 1)[0]
+        if value is not None and self_class is not None and text.count(".") == 1 and root == self._self_name(scope):
+            self.self_values[(self_class, text.split(".", 1)[1])] = value
+
+    @staticmethod
+    def _self_name(scope: Scope) -> Optional[str]:
+        method = scope.method
+        if method is None:
+            return None
+        params = [*method.params.posonly_params, *method.params.params]
+        return params[0].name.value if params else None
+
+    # -- statements ------------------------------------------------------------------------
+    def on_statement(self, small: cst.CSTNode, scope: Scope) -> None:
+        frame = self._frame(scope)
+        value: Optional[cst.BaseExpression] = None
+        targets: list[cst.BaseExpression] = []
+        annotation: Optional[str] = None
+        if isinstance(small, cst.Assign):
+            value, targets = small.value, [t.target for t in small.targets]
+        elif isinstance(small, cst.AnnAssign):
+            value, targets = small.value, [small.target]
+            annotation = dotted_name(small.annotation.annotation)
+        elif isinstance(small, cst.Expr):
+            value = small.value
+        if not isinstance(value, cst.Call):
+            for target in targets:
+                copied = self._value(value, scope)
+                if copied is None and annotation:
+                    copied = _Value("model", annotation)
+                self._bind(target, copied, scope)
+            return
+        func = dotted_name(value.func) or ""
+        receiver, _, last = func.rpartition(".")
+        positional = [a.value for a in value.args if a.keyword is None and not a.star]
+        is_fabric = "fabric" in receiver.rpartition(".")[2].lower() or receiver in frame.fabrics
+        if last in _SETUP_METHODS and receiver and is_fabric:
+            elements = targets[0].elements if targets and isinstance(targets[0], (cst.Tuple, cst.List)) else None
+            pairs = (zip([e.value for e in elements], positional) if elements is not None
+                     else zip(targets[:1], positional[:1]))
+            for target, arg in pairs:
+                cls = self._class_of_arg(arg, scope)
+                var = dotted_name(target)
+                if var is not None:
+                    site = self._site("fabric", var, cls, scope)
+                    self._bind(arg, _Value("inner", cls, site), scope)
+                    self._bind(target, _Value("wrapped", cls, site), scope)
+            return
+        wrapper = _WRAPPER_CLASSES.get(self._wrapper_name(func))
+        if wrapper is not None and positional:
+            cls = self._class_of_arg(positional[0], scope)
+            var = dotted_name(targets[0]) if targets else None
+            site = self._site(wrapper, var or "", cls, scope)
+            self._bind(positional[0], _Value("inner", cls, site), scope)
+            for target in targets:
+                self._bind(target, _Value("wrapped", cls, site), scope)
+            return
+        if last == "fully_shard" and positional and dotted_name(positional[0]):
+            cls = self._class_of_arg(positional[0], scope)
+            site = self._site("fsdp2", dotted_name(positional[0]) or "", cls, scope)
+            self._bind(positional[0], _Value("wrapped", cls, site), scope)
+            for target in targets:
+                self._bind(target, _Value("wrapped", cls, site), scope)
+            return
+        if last.endswith("Fabric"):
+            frame.fabrics.update(dotted_name(t) or "" for t in targets)
+        for target in targets:
+            self._bind(target, _Value("model", annotation or func) if func else None, scope)
+
+    def _wrapper_name(self, func: str) -> str:
+        """``DistributedDataParallel`` / ``FullyShardedDataParallel`` if ``func`` names torch's
+        (through any import alias such as ``DDP``), else ""."""
+        head, _, last = (self.walk.names.resolve(func) if func else "").rpartition(".")
+        return last if last in _WRAPPER_CLASSES and (head.split(".", 1)[0] == "torch" or not head) else ""
+
+    def _class_of_arg(self, arg: cst.BaseExpression, scope: Scope) -> Optional[str]:
+        known = self._value(arg, scope)
+        if known is not None:
+            return known.cls
+        return dotted_name(arg.func) if isinstance(arg, cst.Call) else None
+
+    def _site(self, kind: str, var: str, cls: Optional[str], scope: Scope) -> int:
+        owner = self._owner(scope)
+        qualname = owner.prefix.removesuffix(".<locals>.") if owner.kind == "function" else ""
+        self.sites.append(_Site(kind, var, cls, self.walk.statement, qualname, self.walk.inline))
+        return len(self.sites) - 1
+
+    # -- calls -----------------------------------------------------------------------------
+    def on_call(self, call: cst.Call, scope: Scope) -> None:
+        func = call.func
+        if isinstance(func, cst.Name):
+            if func.value == contract.MARK_METHOD_CALL and call.args:  # runtime_shim's function form
+                via = "shim" if self.walk.names.resolve(func.value).startswith(contract.DECORATOR_MODULE) else ""
+                self._mark(call, call.args[0].value, via, call.args[1:], scope)
+            elif func.value == contract.FSDP_REGISTER_CALL and call.args:
+                self._mark(call, call.args[0].value, "fsdp2", call.args[1:], scope)
+            elif func.value in self.functions:
+                for position, arg in enumerate(a for a in call.args if a.keyword is None and not a.star):
+                    value = self._value(arg.value, scope)
+                    if value is not None and value.kind != "model":
+                        self.passed.append((func.value, position, value))
+            return
+        if not isinstance(func, cst.Attribute):
+            return
+        method = func.attr.value
+        if method == contract.MARK_METHOD_CALL:
+            self._mark(call, func.value, "fabric", call.args, scope)
+            return
+        if method == contract.FSDP_REGISTER_CALL and call.args:
+            self._mark(call, call.args[0].value, "fsdp2", call.args[1:], scope)
+            return
+        receiver = dotted_name(func.value)
+        if receiver is None:
+            return
+        value = self._value(func.value, scope)
+        if value is not None:
+            self._called(value, receiver, func)
+            return
+        root, _, rest = receiver.partition(".")
+        self_class = self._class_of(scope)
+        if self_class is not None and root == self._self_name(scope) and rest:
+            attr, _, tail = rest.partition(".")
+            self.self_calls.append((self_class, attr, tail, receiver, func))
+        owner = self._owner(scope)
+        frame = self._frame(scope)
+        if root in frame.params and root not in frame.values and isinstance(owner.node, cst.FunctionDef):
+            self.param_calls.append((owner.node.name.value, frame.params[root], rest, receiver, func))
+
+    def _called(self, value: _Value, receiver: str, func: cst.Attribute) -> None:
+        if value.kind == "model" or value.site is None:
+            return
+        self.calls.append((f"{receiver}.{func.attr.value}", func, value.site))
+        site = self.sites[value.site]
+        if func.attr.value not in site.called:
+            site.called.append(func.attr.value)
+
+    def _mark(self, call: cst.Call, receiver: cst.BaseExpression, via: str, args: Any, scope: Scope) -> None:
+        positional = [a for a in args if a.keyword is None]
+        arg = positional[0] if positional else next(
+            (a for a in args if a.keyword is not None and a.keyword.value in _NAME_KEYWORDS), None)
+        if arg is None:
+            return
+        name = string_value(arg.value)
+        if name is None and isinstance(arg.value, cst.Attribute):
+            name = arg.value.attr.value
+        if not name:
+            return
+        value = self._value(receiver, scope)
+        if via == "fabric" and (value is None or value.kind != "wrapped" or value.site is None
+                                or self.sites[value.site].kind != "fabric"):
+            via = ""  # not a model this file set up with Fabric: whose method it is, the file does not tell
+        self.marks.append((call, name, via, dotted_name(receiver) or "", value))
+
+    # -- results ---------------------------------------------------------------------------
+    def finish(self, results: dict[str, dict[str, Any]]) -> dict[str, Any]:
+        for self_class, attr, tail, receiver, func in self.self_calls:
+            value = self.self_values.get((self_class, attr))
+            if value is not None and tail == "module" and value.kind == "wrapped":
+                value = _Value("inner", value.cls, value.site)
+            elif tail:
+                value = None
+            if value is not None:
+                self._called(value, receiver, func)
+        for function, position, tail, receiver, func in self.param_calls:
+            for name, index, value in self.passed:
+                if (name, index) == (function, position) and not tail:
+                    self._called(value, receiver, func)
+        mark_nodes = [call.func.attr if isinstance(call.func, cst.Attribute) else call.func for call, *_ in self.marks]
+        nodes = [site.statement for site in self.sites] + [func.attr for _, func, _ in self.calls] + mark_nodes
+        if not nodes:
+            return {}
+        positions = self.walk.positions(nodes)
+        resolve = self.walk.names.resolve
+        sites = tuple(
+            WrapSite(kind=site.kind, var=site.var, cls=resolve(site.cls) if site.cls else "",
+                     line=positions[site.statement][0], scope=site.qualname, called=tuple(site.called),
+                     inline=site.inline)
+            for site in self.sites)
+        calls = tuple(dict.fromkeys(
+            WrappedCall(func.attr.value, positions[func.attr][0], positions[func.attr][1], text, site)
+            for text, func, site in self.calls))
+        marks = tuple(
+            Mark(name, positions[node][0], positions[node][1], via, receiver,
+                 resolve(value.cls) if value is not None and value.cls else "",
+                 value.site if value is not None and value.site is not None and value.kind != "model" else -1)
+            for node, (call, name, via, receiver, value) in zip(mark_nodes, self.marks))
+        return {"wrap_sites": sites, "wrapped_calls": calls, "marks": marks}
