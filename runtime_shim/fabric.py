@@ -4,7 +4,8 @@
 ``forward`` counts the thread as inside and whose ``__getattr__`` routes marked methods (ours and
 those in Fabric's ``_forward_methods``) through our thread-safe redirect, instead of Fabric's
 temporary ``forward`` patch, and returns unmarked methods unwrapped: our O(1) detection replaces
-Fabric's per-call hook tracker. ``unguard`` restores the original class.
+Fabric's per-call hook tracker. In routing-only mode (no detection of ours) unmarked methods keep
+Fabric's tracker. ``unguard`` restores the original class.
 """
 
 from __future__ import annotations
@@ -58,6 +59,10 @@ def _guarded_class(base: type) -> type:
                 func = getattr(type(original), item, None)
                 if callable(func):
                     return _fabric_routed(record, original, item, func)
+            if not record.detect and not record.is_marked(original, item):
+                # Routing only (what importing runtime_shim gives): our detection is off, so an
+                # unmarked method keeps Fabric's own check rather than losing all protection.
+                return base.__getattr__(self, item)
         return attr
 
     cls = type(base.__name__, (base,), {

@@ -6,8 +6,9 @@ Follows each model variable through the statements of its scope (in order):
 * set up (``WrapSite``): ``fabric.setup(...)`` / ``fabric.setup_module(...)`` (tuple targets such
   as ``model, opt = fabric.setup(model, opt)`` pair with the positional arguments),
   ``DistributedDataParallel(...)`` / ``FullyShardedDataParallel(...)`` (any import alias), and
-  FSDP2's ``fully_shard(model)``. A receiver counts as a Fabric if its name contains "fabric" or
-  it was assigned ``...Fabric(...)``;
+  FSDP2's ``fully_shard(model)``; ``runtime_shim``'s ``guard(DDP(model))`` sets up like
+  ``DDP(model)``. A receiver counts as a Fabric if its name contains "fabric" or it was assigned
+  ``...Fabric(...)``;
 * copied: ``net = model``, ``inner = ddp.module``; stored on ``self`` in one method
   (``self.model = fabric.setup(model)``) and used in another (``self.model.generate(...)``);
   passed to a function of the same file (``evaluate(fmodel)``, whose parameter is then followed);
@@ -37,6 +38,8 @@ _TRIGGER = re.compile(r"\.setup(?:_module)?\s*\(|fully_shard\s*\(|DistributedDat
 _SETUP_METHODS = ("setup", "setup_module")
 _WRAPPER_CLASSES = {"DistributedDataParallel": "ddp", "FullyShardedDataParallel": "fsdp1"}
 _NAME_KEYWORDS = ("method", "method_name", "method_or_name")
+#: Calls that return the wrapper they are given: ``ddp = guard(DDP(model))`` sets up like ``DDP(model)``.
+_PASS_THROUGH = frozenset({f"{contract.DECORATOR_MODULE}.guard", f"{contract.DECORATOR_MODULE}.api.guard"})
 
 
 @dataclass(frozen=True)
@@ -187,6 +190,9 @@ class ModelFlow(Collector):
             annotation = dotted_name(small.annotation.annotation)
         elif isinstance(small, cst.Expr):
             value = small.value
+        while isinstance(value, cst.Call) and value.args and value.args[0].keyword is None and \
+                self.walk.names.resolve(dotted_name(value.func) or "") in _PASS_THROUGH:
+            value = value.args[0].value
         if not isinstance(value, cst.Call):
             for target in targets:
                 copied = self._value(value, scope)
