@@ -8,6 +8,7 @@ merged into an existing ``from torch.distributed.fsdp import``.
 
 from __future__ import annotations
 
+import difflib
 import shutil
 from pathlib import Path
 
@@ -139,3 +140,25 @@ def test_refused_call_fix_leaves_files_untouched(tmp_path: Path, monkeypatch) ->
         ("train.py", "fix not applied: the fixed source does not compile: test")]
     assert fix.exit_status(run, diff=False) == 2
     assert sorted(u.reason for u in run.unfixed)[:2] == ["fix refused in train.py"] * 2
+
+
+def test_fwd002_calls_are_fixed_by_registering_after_each_set_up(tmp_path: Path) -> None:
+    """FWD002's fixer (default style too): one registration per called method, right after the
+    set-up each call belongs to, with the imports it needs; afterwards the script is clean."""
+    work = tmp_path / "vendored"
+    shutil.copytree(FIXTURES / "fwd002" / "vendored", work)
+    before = (work / "train.py").read_text()
+    proc = run_cli(work, "--fix", ".")
+    assert proc.returncode == 0, proc.stderr
+    after = (work / "train.py").read_text()
+    added = [line[2:] for line in difflib.ndiff(before.splitlines(), after.splitlines()) if line.startswith("+ ")]
+    # the name appears in the file's comments, so the import is aliased rather than risk shadowing
+    assert added == [
+        "from runtime_shim import mark_forward_method as shim_mark_forward_method",
+        '        self.model.mark_forward_method("generate")',
+        '    model.mark_forward_method("generate")',
+        '    shim_mark_forward_method(ddp, "generate")',
+        '    register_fsdp_forward_method(model, "generate")',
+    ]
+    assert run_cli(work, ".").returncode == 0
+    assert run_cli(work, "--fix", ".").stderr == ""  # a second pass changes nothing

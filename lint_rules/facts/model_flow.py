@@ -259,10 +259,12 @@ class ModelFlow(Collector):
     def on_call(self, call: cst.Call, scope: Scope) -> None:
         func = call.func
         if isinstance(func, cst.Name):
-            if func.value == contract.MARK_METHOD_CALL and call.args:  # runtime_shim's function form
-                via = "shim" if self.walk.names.resolve(func.value).startswith(contract.DECORATOR_MODULE) else ""
+            resolved = self.walk.names.resolve(func.value)
+            called = resolved.rpartition(".")[2]  # through import aliases (`as shim_mark_forward_method`)
+            if called == contract.MARK_METHOD_CALL and call.args:  # runtime_shim's function form
+                via = "shim" if resolved.startswith(contract.DECORATOR_MODULE) else ""
                 self._mark(call, call.args[0].value, via, call.args[1:], scope)
-            elif func.value == contract.FSDP_REGISTER_CALL and call.args:
+            elif called == contract.FSDP_REGISTER_CALL and call.args:
                 self._mark(call, call.args[0].value, "fsdp2", call.args[1:], scope)
             elif func.value in self.functions:
                 for position, arg in enumerate(a for a in call.args if a.keyword is None and not a.star):
