@@ -87,12 +87,7 @@ class _Cache:
             raise sqlite3.DatabaseError("old cache format")
 
     def _discard(self) -> None:
-        if self.db is not None:
-            try:
-                self.db.close()
-            except sqlite3.Error:
-                pass
-        self.db = None
+        self.close()
         for suffix in ("", "-wal", "-shm"):
             try:
                 os.unlink(self.directory / (_DB_NAME + suffix))

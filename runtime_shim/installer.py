@@ -16,8 +16,6 @@ from __future__ import annotations
 
 import functools
 import importlib
-import importlib.abc
-import importlib.util
 import sys
 import threading
 import weakref
@@ -25,6 +23,7 @@ from typing import Any, Callable, Optional
 
 from lint_rules.contract import FSDP_REGISTER_CALL, GUARD_KEY, MARKS_KEY, check_mode
 from runtime_shim.api import guard, has_marks, unguard
+from runtime_shim.import_hooks import AfterImport
 from runtime_shim.wrappers import FABRIC_MODULES, is_fabric_module
 
 ROUTE = "route"
@@ -34,7 +33,7 @@ _lock = threading.RLock()
 _patches: list[tuple[Any, str, Any]] = []  # (owner, attribute, original)
 _guarded: "weakref.WeakSet[Any]" = weakref.WeakSet()
 _mode: Optional[str] = None
-_finder: Optional["_FabricImportHook"] = None
+_finder: Optional[AfterImport] = None
 
 _FULLY_SHARD_EXPORTS = ("torch.distributed.fsdp", "torch.distributed.fsdp._fully_shard",
                         "torch.distributed._composable.fsdp")
@@ -126,30 +125,10 @@ def _patch_fabric(module: Any) -> None:
         _patch(cls, "__init__", _patched_init)
 
 
-class _FabricImportHook(importlib.abc.MetaPathFinder):
-    """Patch ``_FabricModule`` right after Lightning's wrappers module is first imported."""
-
-    def find_spec(self, fullname: str, path: Any, target: Any = None) -> Any:
-        if fullname not in FABRIC_MODULES:
-            return None
-        sys.meta_path.remove(self)
-        try:
-            spec = importlib.util.find_spec(fullname)
-        finally:
-            sys.meta_path.insert(0, self)
-        if spec is None or spec.loader is None:
-            return spec
-        loader = spec.loader
-        exec_module = loader.exec_module
-
-        def patched_exec(module: Any) -> None:
-            exec_module(module)
-            with _lock:
-                if _mode is not None:
-                    _patch_fabric(module)
-
-        loader.exec_module = patched_exec  # type: ignore[method-assign]
-        return spec
+def _after_fabric_import(name: str, module: Any) -> None:
+    with _lock:
+        if _mode is not None:
+            _patch_fabric(module)
 
 
 def install(mode: str = "error", keep_stronger: bool = False) -> None:
@@ -174,8 +153,8 @@ def install(mode: str = "error", keep_stronger: bool = False) -> None:
             if name in sys.modules:
                 _patch_fabric(sys.modules[name])
         if _finder is None:
-            _finder = _FabricImportHook()
-            sys.meta_path.insert(0, _finder)
+            _finder = AfterImport(FABRIC_MODULES, _after_fabric_import)
+            _finder.add()
 
 
 def uninstall() -> None:
@@ -187,8 +166,8 @@ def uninstall() -> None:
     routing.disable()
     with _lock:
         _mode = None
-        if _finder is not None and _finder in sys.meta_path:
-            sys.meta_path.remove(_finder)
+        if _finder is not None:
+            _finder.remove()
         _finder = None
         while _patches:
             owner, attr, original = _patches.pop()

@@ -15,19 +15,18 @@ torch is half-initialised). ``FWD_SHIM_MODE=off`` in the environment turns this 
 
 from __future__ import annotations
 
-import importlib.abc
-import importlib.util
 import sys
 import threading
 from typing import Any, Optional
 
 from lint_rules.contract import mode_from_env
+from runtime_shim.import_hooks import AfterImport
 
 #: Modules whose completed import lets routing patch what they define.
 WATCHED = ("torch", "torch.distributed.fsdp", "lightning.fabric.wrappers", "lightning_fabric.wrappers")
 
 _lock = threading.RLock()
-_hook: Optional["_WhenImported"] = None
+_hook: Optional[AfterImport] = None
 _wanted = False
 
 
@@ -46,32 +45,9 @@ def _apply() -> None:
     installer.install(installer.ROUTE, keep_stronger=True)
 
 
-class _WhenImported(importlib.abc.MetaPathFinder):
-    """Runs ``_apply`` right after a watched module finishes executing."""
-
-    def find_spec(self, fullname: str, path: Any, target: Any = None) -> Any:
-        if fullname not in WATCHED:
-            return None
-        sys.meta_path.remove(self)
-        try:
-            spec = importlib.util.find_spec(fullname)
-        finally:
-            if _hook is self:
-                sys.meta_path.insert(0, self)
-        if spec is None or spec.loader is None or not hasattr(spec.loader, "exec_module"):
-            return spec
-        loader = spec.loader
-        exec_module = loader.exec_module
-
-        def exec_then_route(module: Any) -> None:
-            exec_module(module)
-            if fullname == "torch":  # the finished import is marked after exec: apply when it is
-                spec._initializing = False  # type: ignore[union-attr]
-            with _lock:
-                _apply()
-
-        loader.exec_module = exec_then_route  # type: ignore[method-assign]
-        return spec
+def _after_import(name: str, module: Any) -> None:
+    with _lock:
+        _apply()
 
 
 def enable() -> None:
@@ -80,8 +56,8 @@ def enable() -> None:
     with _lock:
         _wanted = True
         if _hook is None:
-            _hook = _WhenImported()
-            sys.meta_path.insert(0, _hook)
+            _hook = AfterImport(WATCHED, _after_import)
+            _hook.add()
         _apply()
 
 
@@ -90,8 +66,8 @@ def disable() -> None:
     global _hook, _wanted
     with _lock:
         _wanted = False
-        if _hook is not None and _hook in sys.meta_path:
-            sys.meta_path.remove(_hook)
+        if _hook is not None:
+            _hook.remove()
         _hook = None
 
 
