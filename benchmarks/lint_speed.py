@@ -113,6 +113,8 @@ def instructions(cmd: list[str], cwd: Path, before=None) -> int:
         before()
     proc = subprocess.run(["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", *cmd], cwd=cwd,
                           stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    if proc.returncode not in (0, 1):
+        raise SystemExit(f"failed under valgrind ({proc.returncode}): {' '.join(cmd[:6])}\n{proc.stderr[-3000:]}")
     match = _COLLECTED.search(proc.stderr)
     if match is None:
         raise SystemExit(f"valgrind printed no instruction count:\n{proc.stderr[-2000:]}")
@@ -134,7 +136,7 @@ def main(argv: list[str] | None = None) -> int:
     lines = sum(len((package / f).read_bytes().splitlines()) for f in files)
     cache = work / "cache"
     fwdlint = [str(lint / "fwdlint"), "-j", "1", "--project-root", ".", "--cache-dir", str(cache), "."]
-    parse = [str(lint / "python"), "-c", PARSE, *files]
+    parse = [str(lint / "python"), "-P", "-c", PARSE, *files]  # -P: timm/layers/typing.py must not shadow typing
     edited = package / files[len(files) // 2]
     original = edited.read_bytes()
     counter = iter(range(10 ** 6))
@@ -192,7 +194,7 @@ def main(argv: list[str] | None = None) -> int:
         subset = package / "layers"
         sub_files = sorted(str(p.relative_to(subset)) for p in subset.rglob("*.py"))
         sub_lint = [str(lint / "fwdlint"), "-j", "1", "--project-root", ".", "--cache-dir", str(cache), "."]
-        i_parse = instructions([str(lint / "python"), "-c", PARSE, *sub_files], subset)
+        i_parse = instructions([str(lint / "python"), "-P", "-c", PARSE, *sub_files], subset)
         i_cold = instructions(sub_lint, subset, cold)
         i_warm = instructions(sub_lint, subset)
         target = subset / sub_files[len(sub_files) // 2]

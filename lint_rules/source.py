@@ -7,8 +7,6 @@ import sys
 import tokenize
 from typing import Optional
 
-import libcst as cst
-
 
 def source_encoding(data: bytes) -> str:
     """The encoding Python would read ``data`` with (BOM, encoding cookie, default utf-8)."""
@@ -35,7 +33,8 @@ def one_line(error: BaseException, source: Optional[str] = None, path: str = "")
     """A read or parse failure as one line. A LibCST parse failure is checked against CPython's
     parser, so the position is where Python sees the error, and valid code that only LibCST
     rejects is said to be so."""
-    if isinstance(error, cst.ParserSyntaxError):
+    cst = sys.modules.get("libcst")  # a LibCST error needs LibCST loaded; a warm run never loads it
+    if cst is not None and isinstance(error, cst.ParserSyntaxError):
         python = python_syntax_error(source, path) if source is not None else None
         if source is not None and python is None:
             version = f"{sys.version_info[0]}.{sys.version_info[1]}"

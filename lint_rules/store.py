@@ -23,11 +23,9 @@ from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Optional, Sequence, Union
 
-import libcst as cst
-
 from lint_rules import __version__
 from lint_rules.diagnostics import FileError
-from lint_rules.facts import codec, extract, wanted
+from lint_rules.facts import codec
 from lint_rules.facts.model import FileFacts
 from lint_rules.layout import module_name_for
 from lint_rules.source import decode, one_line, python_syntax_error
@@ -197,6 +195,10 @@ class FactsStore:
 
 def _extract(task: tuple[str, bytes, str, bool, bool]) -> Outcome:
     """Facts of one file's bytes, or the one-line reason why not (runs in worker processes)."""
+    import libcst as cst  # here, not at the top: a warm run never needs LibCST
+
+    from lint_rules.facts.extract import extract, wanted
+
     path, data, module, is_package, locate = task
     source: Optional[str] = None
     try:

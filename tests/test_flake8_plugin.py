@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from fixture_cases import FIXTURES, flake8_rows, run_flake8
 
-from lint_rules import store
+from lint_rules.facts import extract as extract_module
 from lint_rules.flake8_plugin import Plugin
 
 SOURCE = "import torch.nn as nn\n\nclass M(nn.Module):\n    def gen(self, x):\n        return self(x)\n"
@@ -24,7 +24,7 @@ def _options(**overrides: object) -> argparse.Namespace:
 
 def test_plugin_does_no_parsing_when_fwd_is_not_selected(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     calls: list[str] = []
-    monkeypatch.setattr(store, "extract", lambda *a, **k: calls.append("parsed"))
+    monkeypatch.setattr(extract_module, "extract", lambda *a, **k: calls.append("parsed"))
     Plugin.parse_options(_options(select=["E", "W", "C90"], filenames=[str(tmp_path)]))
     assert list(Plugin(None, SOURCE.splitlines(True), "m.py").run()) == []
     assert calls == [] and Plugin.session is None

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from fixture_cases import check_reported, cli_json, expectations, flake8_rows, run_flake8
 
-from lint_rules.facts import COLLECTORS
+from lint_rules.facts.extract import COLLECTORS
 from lint_rules.rules import RULES, by_code
 from lint_rules.rules.base import Invalid, Valid
 

@@ -1,56 +1,6 @@
-"""Source -> ``FileFacts``: one parse and one traversal per file, filled by collectors.
+"""Facts: what one file says, as plain data (``model``), from one parse and one traversal
+(``extract``: ``traversal`` + one collector per concern), stored as JSON (``codec``).
 
-``COLLECTORS`` lists them, one per concern. A file is parsed only if its text holds a trigger of
-some collector (``wanted``): a file with none of them can hold no finding and define nothing
-another file needs. A new rule that needs new facts adds a collector here and its fields to
-``model.FileFacts``.
+Nothing is imported here: reading cached facts (``model``, ``codec``) must not load LibCST, whose
+import alone costs more than a warm run's whole analysis.
 """
-
-from __future__ import annotations
-
-from typing import Sequence
-
-import libcst as cst
-
-from lint_rules.facts.classes import Classes
-from lint_rules.facts.entry_uses import EntryUses
-from lint_rules.facts.model import ClassFacts, FileFacts, Mark, MethodFacts, Source, Use, WrapSite, WrappedCall
-from lint_rules.facts.model_flow import ModelFlow
-from lint_rules.facts.traversal import Collector, FileWalk
-from lint_rules.noqa import noqa_lines
-
-COLLECTORS: tuple[type[Collector], ...] = (EntryUses, Classes, ModelFlow)
-
-__all__ = ["COLLECTORS", "ClassFacts", "FileFacts", "Mark", "MethodFacts", "Source", "Use", "WrapSite",
-           "WrappedCall", "extract", "wanted"]
-
-
-def wanted(source: str, collectors: Sequence[type[Collector]] = COLLECTORS) -> list[type[Collector]]:
-    """The collectors that this text can give anything (the text prefilter)."""
-    return [kind for kind in collectors if kind.wanted(source)]
-
-
-def extract(source: str, path: str, module: str = "", is_package: bool = False, locate: bool = True,
-            tree: cst.Module | None = None) -> FileFacts:
-    """Facts of one file's text. Raises ``libcst.ParserSyntaxError`` on invalid syntax.
-
-    ``locate=False`` is for files read only to resolve names: evidence lines stay 0, and the file
-    is parsed even if no collector wants it (its imports may re-export what another file needs)."""
-    active = wanted(source)
-    if not active and tree is None and locate:
-        return FileFacts(path=path, module=module, imports=(), classes=(), marks=(), parsed=False)
-    if tree is None:
-        tree = cst.parse_module(source)
-    walk = FileWalk(source, module, is_package, active, locate=locate)
-    fields = walk.run(tree)
-    return FileFacts(path=path, module=module, imports=walk.names.as_facts(), classes=fields.get("classes", ()),
-                     marks=fields.get("marks", ()), noqa=noqa_lines(source),
-                     quoted=_quoted_private(source), delegates=fields.get("delegates", ()),
-                     wrap_sites=fields.get("wrap_sites", ()), wrapped_calls=fields.get("wrapped_calls", ()))
-
-
-def _quoted_private(source: str) -> tuple[str, ...]:
-    """Private names quoted in strings ("_sample"): targets of dispatch through getattr."""
-    import re
-
-    return tuple(sorted(set(re.findall(r"""["'](_[A-Za-z]\w*)["']""", source))))

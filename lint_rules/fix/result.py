@@ -67,3 +67,16 @@ def map_tasks(function: Callable[[Any], Any], tasks: list, jobs: int) -> list:
         with ProcessPoolExecutor(max_workers=min(jobs, len(tasks))) as pool:
             return list(pool.map(function, tasks))
     return [function(task) for task in tasks]
+
+
+def lazy_fixer(module: str, name: str) -> Fixer:
+    """A fixer loaded when first used: rules name their fixers without importing the edit
+    machinery (and LibCST) into every check-only run."""
+
+    def fixer(context: FixContext, diagnostics: Sequence[Diagnostic]) -> tuple[list[FileFix], list[Unfixed]]:
+        import importlib
+
+        return getattr(importlib.import_module(module), name)(context, diagnostics)
+
+    fixer.__qualname__ = f"{module}.{name}"
+    return fixer

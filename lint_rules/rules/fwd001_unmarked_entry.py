@@ -67,14 +67,14 @@ from lint_rules import contract
 from lint_rules.computation import analysis_for, never_entry
 from lint_rules.diagnostics import Diagnostic
 from lint_rules.facts.model import DYNAMIC_CALL, SELF_CALL, SUPER_CALL, ClassFacts, FileFacts
-from lint_rules.fix import call, decorator
+from lint_rules.fix.result import lazy_fixer
 from lint_rules.project import ClassRef, ProjectIndex
 from lint_rules.rules.base import Invalid, Valid
 
 CODE = "FWD001"
 NAME = "unmarked-forward-entry"
 NEEDS = ("classes", "entry_uses", "model_flow")
-FIXERS = {"decorator": decorator.fix, "call": call.fix}
+FIXERS = {"decorator": lazy_fixer("lint_rules.fix.decorator", "fix"), "call": lazy_fixer("lint_rules.fix.call", "fix")}
 _MIXIN_EVIDENCE = frozenset({SELF_CALL, SUPER_CALL, DYNAMIC_CALL})
 
 VALID = (

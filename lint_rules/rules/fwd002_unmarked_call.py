@@ -46,7 +46,7 @@ from lint_rules import contract
 from lint_rules.computation import analysis_for, never_entry
 from lint_rules.diagnostics import Diagnostic
 from lint_rules.facts.model import FileFacts, MethodFacts, WrapSite
-from lint_rules.fix import call
+from lint_rules.fix.result import lazy_fixer
 from lint_rules.noqa import is_suppressed
 from lint_rules.project import ClassRef, ProjectIndex
 from lint_rules.rules.base import Invalid, Valid
@@ -54,7 +54,7 @@ from lint_rules.rules.base import Invalid, Valid
 CODE = "FWD002"
 NAME = "unmarked-call-on-wrapped-model"
 NEEDS = ("classes", "entry_uses", "model_flow")
-FIXERS = {"decorator": call.fix_wrapped_calls, "call": call.fix_wrapped_calls}
+FIXERS = {style: lazy_fixer("lint_rules.fix.call", "fix_wrapped_calls") for style in ("decorator", "call")}
 
 _SET_UP = {"fabric": "fabric.setup", "fsdp2": "fully_shard", "ddp": "DistributedDataParallel",
            "fsdp1": "FullyShardedDataParallel"}
