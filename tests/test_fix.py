@@ -220,3 +220,16 @@ def test_fixer_only_parses_files_with_findings(tmp_path: Path, monkeypatch: pyte
                         lambda path, old, d: seen.append(os.path.basename(path)) or original(path, old, d))
     fix.plan([str(p) for p in sorted(tmp_path.iterdir())], Run())
     assert seen == ["m.py"]
+
+
+def test_generator_methods_are_not_decorated(tmp_path: Path) -> None:
+    """@forward_entry rejects generators when the class is defined: decorating one would leave a
+    file that no longer imports. The finding is reported as not fixed, with the runtime's words."""
+    source = (FIXTURES / "fwd001" / "generator_methods.py").read_text()
+    (tmp_path / "gen.py").write_text(source)
+    proc = run_cli(tmp_path, "--fix", "gen.py")
+    assert proc.returncode == 1
+    assert (tmp_path / "gen.py").read_text() == source
+    assert proc.stderr.splitlines()[0] == (
+        "gen.py:12:9: FWD001 not fixed: @forward_entry cannot mark generator Streamer.stream: a generator runs "
+        "after the wrapper's forward has returned, so it cannot be routed; return a list instead")

@@ -117,6 +117,18 @@ def _fix_one(task: tuple[str, tuple[Diagnostic, ...]]) -> FileFix:
         return FileFix(path, error=message, unfixed=[Unfixed(d, "fix failed") for d in diagnostics])
 
 
+def _is_generator(context: FixContext, diagnostic: Diagnostic) -> bool:
+    view = context.analysis.view_for(diagnostic.path)
+    facts = view.files.get(diagnostic.path) if view is not None else None
+    cls = facts.class_named(diagnostic.symbol.rpartition(".")[0]) if facts is not None else None
+    return cls is not None and any(m.generator and m.line == diagnostic.line for m in cls.methods)
+
+
 def fix(context: FixContext, diagnostics: Sequence[Diagnostic]) -> tuple[list[FileFix], list[Unfixed]]:
-    tasks = [(path, tuple(group)) for path, group in groupby(sorted(diagnostics), key=lambda d: d.path)]
-    return map_tasks(_fix_one, tasks, context.jobs), []
+    """A generator method is never decorated: the decorator rejects it when the class is defined,
+    so the fixed file would no longer import."""
+    refused = [d for d in diagnostics if _is_generator(context, d)]
+    unfixed = [Unfixed(d, contract.generator_message(d.symbol)) for d in refused]
+    rest = sorted(set(diagnostics) - set(refused))
+    tasks = [(path, tuple(group)) for path, group in groupby(rest, key=lambda d: d.path)]
+    return map_tasks(_fix_one, tasks, context.jobs), unfixed
