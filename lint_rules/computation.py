@@ -53,6 +53,11 @@ class ClassAnalysis:
     mro: list[ClassRef] = field(init=False)
     _methods: dict[str, tuple[int, MethodFacts]] = field(init=False)
     _chains: dict[tuple[int, str, str], Optional[Chain]] = field(default_factory=dict)
+    # Cycle handling (a calls b, b calls a): a "no" reached through a method still being
+    # evaluated is provisional, kept aside until the outermost evaluation ends.
+    _active: set[tuple[int, str, str]] = field(default_factory=set)
+    _pending: list[tuple[int, str, str]] = field(default_factory=list)
+    _hit_active: bool = False
     _submodule: dict[str, bool] = field(default_factory=dict)
     _forward_calls: Optional[set[str]] = None
 
@@ -147,9 +152,31 @@ class ClassAnalysis:
         key = (position, method.name, method.kind)
         if key in self._chains:
             return self._chains[key]
-        self._chains[key] = None  # cycle guard: recursion adds no evidence
-        result = self._evaluate(position, method)
-        self._chains[key] = result
+        if key in self._active:  # a cycle: recursion adds no evidence, but the caller's "no" is provisional
+            self._hit_active = True
+            return None
+        outermost = not self._active
+        outer_hit, self._hit_active = self._hit_active, False
+        self._active.add(key)
+        try:
+            result = self._evaluate(position, method)
+        finally:
+            self._active.discard(key)
+        provisional = self._hit_active and result is None
+        self._hit_active = outer_hit or provisional
+        if provisional:
+            self._pending.append(key)
+        else:
+            self._chains[key] = result
+        if outermost:
+            # Evaluation is exhaustive: if the outermost method computes nothing, neither does
+            # anything it reached. If it computes, the provisional "no"s may be wrong: forget them
+            # (asked again, they find the now known "yes"). So the order of definitions never matters.
+            for pending in self._pending:
+                if result is None:
+                    self._chains[pending] = None
+            self._pending.clear()
+            self._hit_active = False
         return result
 
     def _evaluate(self, position: int, method: MethodFacts) -> Optional[Chain]:
