@@ -20,12 +20,13 @@ package directory, so the whole-package view and its cache are part of every fwd
 Wall clock on these shared machines moves by about 30% between identical runs, so each pair of
 commands runs alternately ``--pairs`` times and the median of the per-pair ratios is reported.
 ``--instructions`` also counts executed instructions with valgrind (deterministic) for the parse
-and fwdlint's cold, warm and one-changed runs on a subset (``timm/layers``), since valgrind runs
-about 50x slower. Not a test: it prints numbers; targets are in the README and issue 7.
+and fwdlint's cold, warm and one-changed runs on a subset (``--subset``, default ``timm/layers``;
+``.`` for the whole package takes about 25 minutes: valgrind runs about 50x slower). Not a test: it prints numbers; targets are in the README and issue 7.
 
 Usage (from the repository root)::
 
-    python3 benchmarks/lint_speed.py [--work DIR] [--pairs 3] [--instructions]
+    python3 benchmarks/lint_speed.py [--work DIR] [--pairs 3] [--instructions [--subset DIR]]
+    python3 benchmarks/lint_speed.py --work DIR --only-instructions --instructions --subset .
 """
 
 from __future__ import annotations
@@ -126,6 +127,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--work", type=Path, help="work directory to create or reuse")
     parser.add_argument("--pairs", type=int, default=3)
     parser.add_argument("--instructions", action="store_true", help="also count instructions with valgrind")
+    parser.add_argument("--subset", default="layers",
+                        help="directory of timm to count instructions on ('.' for all of it: ~25 minutes)")
+    parser.add_argument("--only-instructions", action="store_true", help="skip the wall-clock table")
     args = parser.parse_args(argv)
     work = args.work or Path(tempfile.mkdtemp(prefix="fwdlint-speed-"))
     work.mkdir(parents=True, exist_ok=True)
@@ -147,6 +151,16 @@ def main(argv: list[str] | None = None) -> int:
     def edit() -> None:
         edited.write_bytes(original + f"\n# edit {next(counter)}\n".encode())
 
+    if not args.only_instructions:
+        wall_clock(args, env, package, files, lines, fwdlint, parse, cache, cold, edit, edited, original)
+    if args.instructions:
+        count_instructions(args, lint, package, cache, cold)
+    print(f"\nwork directory: {work}")
+    return 0
+
+
+def wall_clock(args, env, package, files, lines, fwdlint, parse, cache, cold, edit, edited, original) -> None:
+    site, lint, plain, torchfix = env["site"], env["fwdlint"], env["plain"], env["torchfix"]
     rows: list[tuple[str, str, str]] = []
     print(f"\ntimm {PINS[0].split('==')[1]}: {len(files)} files, {lines} lines; {args.pairs} alternating pairs\n",
           flush=True)
@@ -190,26 +204,27 @@ def main(argv: list[str] | None = None) -> int:
     for name, seconds, ratio in rows:
         print(f"{name:<{width}}  {seconds:>9}  {ratio}")
 
-    if args.instructions:
-        subset = package / "layers"
-        sub_files = sorted(str(p.relative_to(subset)) for p in subset.rglob("*.py"))
-        sub_lint = [str(lint / "fwdlint"), "-j", "1", "--project-root", ".", "--cache-dir", str(cache), "."]
-        i_parse = instructions([str(lint / "python"), "-P", "-c", PARSE, *sub_files], subset)
-        i_cold = instructions(sub_lint, subset, cold)
-        i_warm = instructions(sub_lint, subset)
-        target = subset / sub_files[len(sub_files) // 2]
-        kept = target.read_bytes()
-        try:
-            i_one = instructions(sub_lint, subset, lambda: target.write_bytes(kept + b"\n# edited\n"))
-        finally:
-            target.write_bytes(kept)
-        print(f"\ninstructions (valgrind), timm/layers ({len(sub_files)} files):")
-        print(f"  bare parse        {i_parse / 1e9:8.2f} G")
-        print(f"  fwdlint cold      {i_cold / 1e9:8.2f} G  {i_cold / i_parse:.2f} x parse (target <= 1.5)")
-        print(f"  fwdlint warm      {i_warm / 1e9:8.2f} G  {i_warm / i_cold:.1%} of cold (target <= 10%)")
-        print(f"  one file changed  {i_one / 1e9:8.2f} G  {i_one / i_cold:.1%} of cold (target <= 15%)")
-    print(f"\nwork directory: {work}")
-    return 0
+
+
+def count_instructions(args, lint, package, cache, cold) -> None:
+    """Executed instructions (valgrind): deterministic, whatever else the machine does."""
+    subset = (package / args.subset).resolve()
+    sub_files = sorted(str(p.relative_to(subset)) for p in subset.rglob("*.py"))
+    sub_lint = [str(lint / "fwdlint"), "-j", "1", "--project-root", ".", "--cache-dir", str(cache), "."]
+    i_parse = instructions([str(lint / "python"), "-P", "-c", PARSE, *sub_files], subset)
+    i_cold = instructions(sub_lint, subset, cold)
+    i_warm = instructions(sub_lint, subset)
+    target = subset / sub_files[len(sub_files) // 2]
+    kept = target.read_bytes()
+    try:
+        i_one = instructions(sub_lint, subset, lambda: target.write_bytes(kept + b"\n# edited\n"))
+    finally:
+        target.write_bytes(kept)
+    print(f"\ninstructions (valgrind), timm/{args.subset} ({len(sub_files)} files):")
+    print(f"  bare parse        {i_parse / 1e9:8.2f} G")
+    print(f"  fwdlint cold      {i_cold / 1e9:8.2f} G  {i_cold / i_parse:.2f} x parse (target <= 1.5)")
+    print(f"  fwdlint warm      {i_warm / 1e9:8.2f} G  {i_warm / i_cold:.1%} of cold (target <= 10%)")
+    print(f"  one file changed  {i_one / 1e9:8.2f} G  {i_one / i_cold:.1%} of cold (target <= 15%)")
 
 
 if __name__ == "__main__":

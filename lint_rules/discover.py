@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import fnmatch
 import os
+import stat
 from typing import Callable, Iterator, Optional, Sequence
 
 DEFAULT_EXCLUDE = (".svn", "CVS", ".bzr", ".hg", ".git", "__pycache__", ".tox", ".nox", ".eggs", "*.egg",
@@ -41,5 +42,14 @@ def python_files(paths: Sequence[str], exclude: Sequence[str] = (),
             )
             for name in sorted(files):
                 full = os.path.join(root, name)
-                if name.endswith(".py") and not _matches(full, exclude):
+                if name.endswith(".py") and not _matches(full, exclude) and _is_regular(full):
                     yield os.path.normpath(full)
+
+
+def _is_regular(path: str) -> bool:
+    """Regular files only: a FIFO named ``x.py`` would block the read forever (a file named on
+    the command line is still read, and ``store`` reports what it is)."""
+    try:
+        return stat.S_ISREG(os.stat(path).st_mode)
+    except OSError:
+        return True  # unreadable: let the reader report it

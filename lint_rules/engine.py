@@ -8,6 +8,7 @@ project root, read through the facts store, plus the files the run was given.
 
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable, Optional, Sequence
@@ -97,14 +98,22 @@ def check_file(index: ProjectIndex, facts: FileFacts, select: Sequence[str], ign
     return sorted(found)
 
 
+#: Chains of methods and of base classes are followed recursively; Python's default limit (1,000
+#: frames) ends at about 300 levels. Deeper code is reported per file, never a crash.
+RECURSION_LIMIT = 6000
+
+
 def analyse(paths: Iterable[str], run: Run = Run()) -> Result:
     """Check ``paths``: every file is read and parsed (a failure is a ``FileError``), findings of
     the selected rules on them are reported."""
     paths = list(dict.fromkeys(paths))
     session = Session(run, paths[0] if paths else None)
+    limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(max(limit, RECURSION_LIMIT))
     try:
         return _analyse(session, paths)
     finally:
+        sys.setrecursionlimit(limit)
         session.store.close()
 
 
@@ -123,7 +132,11 @@ def _analyse(session: Session, paths: list[str]) -> Result:
         for facts in group:
             view.add(facts, module_name_for(Path(facts.path))[2])
         for facts in group:
-            result.diagnostics.extend(session.check(view, facts))
+            try:
+                result.diagnostics.extend(session.check(view, facts))
+            except RecursionError:  # a chain of calls or bases deeper than the analysis follows
+                result.errors.append(FileError(facts.path, "too deeply nested to analyse "
+                                                           f"(more than {sys.getrecursionlimit()} levels)"))
     result.views = session.views
     result.errors.sort()
     result.files_read = len(session.store.read)

@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import ast
 import os
+import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Iterator, Optional
 
@@ -110,5 +111,10 @@ class Plugin:
             return  # flake8 reports syntax errors (E999) itself
         if view.files.get(path) is not facts:  # a project file is in the view already
             view.add(facts, module_name_for(Path(path))[2] if real else None)
-        for diagnostic in session.check(view, facts, honour_noqa=False):
+        try:
+            found = session.check(view, facts, honour_noqa=False)
+        except RecursionError:  # one file's depth must not end the whole flake8 run
+            sys.stderr.write(f"{self.filename}: fwdlint: too deeply nested to analyse\n")
+            return
+        for diagnostic in found:
             yield diagnostic.line, diagnostic.col, f"{diagnostic.code} {diagnostic.message}", type(self)

@@ -19,6 +19,7 @@ from __future__ import annotations
 import hashlib
 import os
 import sqlite3
+import stat
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Optional, Sequence, Union
@@ -146,7 +147,7 @@ class FactsStore:
                 outcomes[position] = self.memory[(path, locate)]
                 continue
             try:
-                content = data if data is not None else Path(path).read_bytes()
+                content = data if data is not None else _read_regular(path)
             except OSError as error:
                 outcomes[position] = FileError(path, one_line(error))
                 continue
@@ -192,6 +193,14 @@ class FactsStore:
             return codec.decode(text, path)
         except (ValueError, TypeError, IndexError):  # a row we cannot read: compute it again
             return None
+
+def _read_regular(path: str) -> bytes:
+    """The file's bytes; anything but a regular file (a FIFO, a device) is refused, not read:
+    reading a FIFO blocks until someone writes to it."""
+    if not stat.S_ISREG(os.stat(path).st_mode):
+        raise OSError(f"not a regular file ({'directory' if os.path.isdir(path) else 'FIFO, socket or device'})")
+    return Path(path).read_bytes()
+
 
 def _extract(task: tuple[str, bytes, str, bool, bool]) -> Outcome:
     """Facts of one file's bytes, or the one-line reason why not (runs in worker processes)."""

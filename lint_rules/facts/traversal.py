@@ -3,7 +3,7 @@
 A file is parsed once and walked once. The walk owns what every collector needs: statements in
 document order, scopes (module, class, function; ``Scope``), name resolution (``names.Names``, fed
 by every import it passes) and the ``def`` positions. Collectors (one per concern: ``classes``,
-``entry_uses``, ``marks``, ``wrap_sites``) subscribe to node types and to entering and leaving
+``entry_uses``, ``model_flow``) subscribe to node types and to entering and leaving
 classes and functions, and turn what they saw into fields of ``FileFacts``.
 
 Speed: expressions are walked only in scopes where some active collector wants them (method

@@ -1,0 +1,50 @@
+"""Hostile input never crashes, hangs or silently passes (issue 11, first part): deep call chains,
+FIFOs named like Python files. Each gets one line naming the file; the other files are checked."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+from fixture_cases import flake8_rows, run_cli, run_flake8
+
+GOOD = "import torch.nn as nn\n\n\nclass M(nn.Module):\n    def gen(self, x):\n        return self(x)\n"
+
+
+def _chain(depth: int) -> str:
+    lines = ["import torch.nn as nn", "", "", "class Deep(nn.Module):", "    def forward(self, x):",
+             "        return x", ""]
+    for i in range(depth):
+        lines += [f"    def m{i}(self, x):", f"        return self.m{i + 1}(x)", ""]
+    lines += [f"    def m{depth}(self, x):", "        return self(x)", ""]
+    return "\n".join(lines)
+
+
+def test_a_chain_of_700_methods_is_followed(tmp_path: Path) -> None:
+    (tmp_path / "deep.py").write_text(_chain(700))
+    proc = run_cli(tmp_path, "--format", "json", "deep.py")
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr, proc.stderr[-2000:]
+    assert '"symbol": "Deep.m0"' in proc.stdout
+
+
+def test_deeper_than_the_analysis_goes_is_one_error_line(tmp_path: Path) -> None:
+    (tmp_path / "abyss.py").write_text(_chain(5000))
+    (tmp_path / "good.py").write_text(GOOD)
+    proc = run_cli(tmp_path, "abyss.py", "good.py")
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert proc.stderr.startswith("abyss.py: error: too deeply nested to analyse") and proc.stderr.count("\n") == 1
+    assert "good.py:5:9: FWD001" in proc.stdout
+    rows = flake8_rows(run_flake8(tmp_path, "--select", "FWD", "abyss.py", "good.py"))
+    assert [(p, r) for p, r, *_ in rows] == [("good.py", 5)]  # flake8 goes on with the other file
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no FIFOs on this system")
+def test_a_fifo_named_like_python_never_hangs(tmp_path: Path) -> None:
+    os.mkfifo(tmp_path / "pipe.py")
+    (tmp_path / "good.py").write_text(GOOD)
+    walked = run_cli(tmp_path, ".")  # a directory walk leaves it out
+    assert walked.returncode == 1 and "good.py:5:9" in walked.stdout and walked.stderr == ""
+    named = run_cli(tmp_path, "pipe.py", "good.py")  # named on the command line: reported, not read
+    assert named.returncode == 2
+    assert named.stderr == "pipe.py: error: cannot read: not a regular file (FIFO, socket or device)\n"
