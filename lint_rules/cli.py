@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Optional, Sequence
 
 from lint_rules import __version__, contract, report
+from lint_rules.diagnostics import FileError
 from lint_rules.discover import python_files
 from lint_rules.engine import Run, analyse
 from lint_rules.fix import run as fix
@@ -78,10 +79,12 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     run = Run(config=config, select=option("select", ("FWD",)), ignore=option("ignore"),
               jobs=args.jobs or os.cpu_count() or 1, project_root=args.project_root.resolve() if args.project_root
               else None, cache=not args.no_cache, cache_dir=args.cache_dir, exclude=option("exclude"))
-    files = list(python_files(args.paths, option("exclude")))
+    walk_errors: list[tuple[str, str]] = []
+    files = list(python_files(args.paths, option("exclude"), errors=walk_errors))
     if args.fix or args.diff:
-        return _fix(args, files, run)
+        return _fix(args, files, run, walk_errors)
     result = analyse(files, run)
+    result.errors = sorted([*result.errors, *(FileError(path, reason) for path, reason in walk_errors)])
     if args.format == "json":
         sys.stdout.write(report.as_json(result))
         if result.errors:
@@ -95,8 +98,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     return 1 if result.diagnostics else 0
 
 
-def _fix(args: argparse.Namespace, files: list[str], options: Run) -> int:
+def _fix(args: argparse.Namespace, files: list[str], options: Run, walk_errors: list[tuple[str, str]]) -> int:
     run = fix.plan(files, options, style=args.fix_style)
+    run.errors = sorted([*run.errors, *(FileError(path, reason) for path, reason in walk_errors)])
     if args.diff:
         for file in run.changed:
             sys.stdout.write(fix.unified_diff(file))

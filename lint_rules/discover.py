@@ -24,16 +24,33 @@ def _is_virtualenv(directory: str) -> bool:
 
 
 def python_files(paths: Sequence[str], exclude: Sequence[str] = (),
-                 skip_dir: Optional[Callable[[str], bool]] = None) -> Iterator[str]:
-    """Yield the files to check, in a stable order, as paths relative to how they were given;
-    ``skip_dir`` leaves out more directories below the given ones."""
+                 skip_dir: Optional[Callable[[str], bool]] = None,
+                 errors: Optional[list[tuple[str, str]]] = None) -> Iterator[str]:
+    """Yield the files to check, in a stable order, as paths relative to how they were given,
+    each once (a file given twice, or as ``./a.py`` and ``a.py``, is checked once); ``skip_dir``
+    leaves out more directories below the given ones; a directory that cannot be listed is added
+    to ``errors`` as ``(path, reason)`` instead of being skipped in silence."""
+    seen: set[str] = set()
+
+    def first_time(path: str) -> bool:
+        key = os.path.realpath(path)
+        if key in seen:
+            return False
+        seen.add(key)
+        return True
+
+    def unreadable(error: OSError) -> None:
+        if errors is not None:
+            errors.append((error.filename or "", f"cannot list directory: {error.strerror or error}"))
+
     for given in paths:
         if _matches(given, exclude):
             continue
         if not os.path.isdir(given):
-            yield given  # explicit files are read even if default rules would skip them
+            if first_time(given):
+                yield given  # explicit files are read even if default rules would skip them
             continue
-        for root, dirs, files in os.walk(given):
+        for root, dirs, files in os.walk(given, onerror=unreadable):
             dirs[:] = sorted(
                 d for d in dirs
                 if not _matches(os.path.join(root, d), (*DEFAULT_EXCLUDE, *exclude))
@@ -42,7 +59,7 @@ def python_files(paths: Sequence[str], exclude: Sequence[str] = (),
             )
             for name in sorted(files):
                 full = os.path.join(root, name)
-                if name.endswith(".py") and not _matches(full, exclude) and _is_regular(full):
+                if name.endswith(".py") and not _matches(full, exclude) and _is_regular(full) and first_time(full):
                     yield os.path.normpath(full)
 
 

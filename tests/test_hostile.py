@@ -48,3 +48,45 @@ def test_a_fifo_named_like_python_never_hangs(tmp_path: Path) -> None:
     named = run_cli(tmp_path, "pipe.py", "good.py")  # named on the command line: reported, not read
     assert named.returncode == 2
     assert named.stderr == "pipe.py: error: cannot read: not a regular file (FIFO, socket or device)\n"
+
+
+def test_an_unreadable_directory_is_reported(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A directory that cannot be listed (``chmod 000`` for anyone but root; simulated here, as the
+    tests may run as root) is an error line and exit 2, not a silent skip."""
+    from lint_rules import cli
+
+    locked = tmp_path / "locked"
+    locked.mkdir()
+    (locked / "m.py").write_text(GOOD)
+    (tmp_path / "good.py").write_text(GOOD)
+    real_scandir = os.scandir
+
+    def scandir(path: object = ".") -> object:
+        if os.path.realpath(os.fspath(path)) == str(locked.resolve()):
+            raise PermissionError(13, "Permission denied", os.fspath(path))
+        return real_scandir(path)
+
+    monkeypatch.setattr(os, "scandir", scandir)
+    monkeypatch.chdir(tmp_path)
+    captured: list[str] = []
+    monkeypatch.setattr(cli.sys, "stderr", type("W", (), {"write": lambda self, t: captured.append(t)})())
+    monkeypatch.setattr(cli.sys, "stdout", type("W", (), {"write": lambda self, t: captured.append(t)})())
+    code = cli.main(["--no-cache", "."])
+    text = "".join(captured)
+    assert code == 2 and "locked: error: cannot list directory: Permission denied" in text
+    assert "good.py:5:9: FWD001" in text
+
+
+def test_a_file_given_twice_is_checked_once(tmp_path: Path) -> None:
+    (tmp_path / "good.py").write_text(GOOD)
+    proc = run_cli(tmp_path, "good.py", "./good.py", ".")
+    assert proc.returncode == 1 and proc.stdout.count("FWD001") == 1
+
+
+def test_a_subscripted_base_is_followed(tmp_path: Path) -> None:
+    (tmp_path / "generic.py").write_text(
+        "from typing import Generic, TypeVar\n\nimport torch.nn as nn\n\nT = TypeVar('T')\n\n\n"
+        "class Base(nn.Module, Generic[T]):\n    def forward(self, x):\n        return x\n\n\n"
+        "class Child(Base[int]):\n    def gen(self, x):\n        return self(x)\n")
+    proc = run_cli(tmp_path, "generic.py")
+    assert proc.returncode == 1 and "generic.py:14:9: FWD001 Child.gen" in proc.stdout

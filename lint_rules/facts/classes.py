@@ -28,6 +28,13 @@ class _Class:
     annotations: list[tuple[str, Source]] = field(default_factory=list)
 
 
+def _base_name(expr: cst.BaseExpression) -> str | None:
+    """``nn.Module`` -> itself; a subscripted base ``Base[int]`` -> ``Base`` (the class it is)."""
+    if isinstance(expr, cst.Subscript):
+        expr = expr.value
+    return dotted_name(expr)
+
+
 class Classes(Collector):
     name = "classes"
     triggers = ("class",)
@@ -43,7 +50,7 @@ class Classes(Collector):
         parent = scope.parent
         if isinstance(node, cst.ClassDef) and parent is not None:
             resolve = self.walk.names.resolve
-            bases = tuple(resolve(d) for d in (dotted_name(a.value) for a in node.bases if a.keyword is None) if d)
+            bases = tuple(resolve(d) for d in (_base_name(a.value) for a in node.bases if a.keyword is None) if d)
             record = _Class(parent.prefix + node.name.value, bases)
             self.classes.append(record)
             self.by_node[node] = record
