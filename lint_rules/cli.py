@@ -57,6 +57,9 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
+    for stream in (sys.stdout, sys.stderr):  # a file name the terminal cannot encode must not crash
+        if hasattr(stream, "reconfigure"):
+            stream.reconfigure(errors="backslashreplace")
     parser = _parser()
     try:
         args = parser.parse_args(argv)
@@ -109,7 +112,7 @@ def _fix(args: argparse.Namespace, files: list[str], options: Run, walk_errors: 
     for line in fix.report_lines(run):
         print(line, file=sys.stderr)
     for error in run.errors:
-        print(f"{error.path}: error: {error.message}", file=sys.stderr)
+        print(f"{report.shown(error.path)}: error: {error.message}", file=sys.stderr)
     done = "would fix" if args.diff else "fixed"
     if run.fixed or run.unfixed:
         print(f"fwdlint: {done} {len(run.fixed)} finding(s) in {len(run.changed)} file(s), "

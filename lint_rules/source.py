@@ -22,10 +22,14 @@ def python_syntax_error(source: str, path: str) -> Optional[SyntaxError]:
     """CPython's own verdict (its parser only, about 20x faster than LibCST's)."""
     try:
         compile(source, path, "exec", flags=0x400, dont_inherit=True)  # ast.PyCF_ONLY_AST
-    except SyntaxError as error:
-        return error
-    except ValueError as error:  # NUL bytes
-        return SyntaxError(str(error))
+    except (SyntaxError, ValueError) as error:
+        if isinstance(error, SyntaxError) and error.lineno is not None:
+            return error
+        offset = source.find("\0")  # NUL bytes: Python names no position (3.11: ValueError or none)
+        line = source.count("\n", 0, offset) + 1 if offset >= 0 else 1
+        col = offset - source.rfind("\n", 0, offset) if offset >= 0 else 0
+        message = error.msg if isinstance(error, SyntaxError) else str(error)
+        return SyntaxError(message, (path, line, col, ""))
     return None
 
 

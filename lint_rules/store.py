@@ -153,7 +153,7 @@ class FactsStore:
                 continue
             self.read.add(path)
             name, is_package = module if module is not None else module_name_for(Path(path))[:2]
-            key = hashlib.blake2b(b"\0".join([_SCHEMA.encode(), name.encode(),
+            key = hashlib.blake2b(b"\0".join([_SCHEMA.encode(), name.encode("utf-8", "surrogateescape"),
                                               b"pkg" if is_package else b"mod", b"loc" if locate else b"",
                                               content]), digest_size=20).hexdigest()
             found = self._cached(key, path)
@@ -212,6 +212,8 @@ def _extract(task: tuple[str, bytes, str, bool, bool]) -> Outcome:
     source: Optional[str] = None
     try:
         source = decode(data)
+        if "\0" in source:  # LibCST reads NUL bytes inside strings; Python refuses the whole file
+            return FileError(path, one_line(python_syntax_error(source, path) or SyntaxError("NUL byte"), source, path))
         if locate and not wanted(source):
             error = python_syntax_error(source, path)
             if error is not None:

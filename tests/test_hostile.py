@@ -90,3 +90,34 @@ def test_a_subscripted_base_is_followed(tmp_path: Path) -> None:
         "class Child(Base[int]):\n    def gen(self, x):\n        return self(x)\n")
     proc = run_cli(tmp_path, "generic.py")
     assert proc.returncode == 1 and "generic.py:14:9: FWD001 Child.gen" in proc.stdout
+
+
+def test_noqa_lines_follow_python_line_ends(tmp_path: Path) -> None:
+    """\\f and U+2028 are not line ends for Python: a later # noqa stays on its own line."""
+    source = GOOD.replace("class M", "x = 1  # \f form feed\ny = '\u2028'\n\n\nclass M").replace(
+        "def gen(self, x):", "def gen(self, x):  # noqa: FWD001")
+    (tmp_path / "m.py").write_text(source, encoding="utf-8")
+    proc = run_cli(tmp_path, "m.py")
+    assert proc.returncode == 0, proc.stdout
+
+
+def test_nul_byte_is_reported_at_its_line(tmp_path: Path) -> None:
+    (tmp_path / "nul.py").write_bytes(b"x = 1\ny = 2\nclass A:\n    z = '\0'\n")
+    proc = run_cli(tmp_path, "nul.py")
+    assert proc.returncode == 2 and proc.stderr.startswith("nul.py: error: syntax error at line 4, column 10"), proc.stderr
+
+
+def test_awkward_file_names_stay_on_one_line(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    (tmp_path / "new\nline.py").write_text(GOOD)
+    proc = run_cli(tmp_path, ".")
+    assert proc.stdout.startswith("new\\nline.py:5:9: FWD001") and proc.stdout.count("\n") == 1
+    raw = os.fsencode(tmp_path) + b"/latin\xe9.py"
+    with open(raw, "wb") as fh:
+        fh.write(GOOD.encode())
+    env = {**os.environ, "PYTHONIOENCODING": "utf-8"}
+    proc = subprocess.run([sys.executable, "-m", "lint_rules.cli", "."], cwd=tmp_path, capture_output=True,
+                          env=env, timeout=120)
+    assert proc.returncode == 1 and b"Traceback" not in proc.stderr and b"latin\\udce9.py:5:9: FWD001" in proc.stdout

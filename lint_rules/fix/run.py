@@ -18,6 +18,7 @@ from lint_rules.diagnostics import Diagnostic, FileError
 from lint_rules.engine import Run, analyse
 from lint_rules.fix.atomic import ChangedOnDisk, atomic_write
 from lint_rules.fix.result import FileFix, FixContext, Unfixed
+from lint_rules.report import shown
 from lint_rules.rules import RULES
 from lint_rules.source import decode
 
@@ -104,7 +105,7 @@ def unified_diff(file: FileFix) -> str:
 
 def report_lines(run: FixRun) -> list[str]:
     """``path:line:col: FWD001 not fixed: <reason>`` per finding that remains (1-based col)."""
-    return [f"{u.diagnostic.path}:{u.diagnostic.line}:{u.diagnostic.col + 1}: {u.diagnostic.code} "
+    return [f"{shown(u.diagnostic.path)}:{u.diagnostic.line}:{u.diagnostic.col + 1}: {u.diagnostic.code} "
             f"not fixed: {u.reason}" for u in run.unfixed]
 
 
