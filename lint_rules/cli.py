@@ -106,7 +106,8 @@ def _fix(args: argparse.Namespace, files: list[str], options: Run, walk_errors: 
     run.errors = sorted([*run.errors, *(FileError(path, reason) for path, reason in walk_errors)])
     if args.diff:
         for file in run.changed:
-            sys.stdout.write(fix.unified_diff(file))
+            sys.stdout.flush()
+            sys.stdout.buffer.write(fix.unified_diff(file))
     else:
         fix.write(run)
     for line in fix.report_lines(run):

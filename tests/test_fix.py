@@ -7,10 +7,11 @@ from __future__ import annotations
 import os
 import shutil
 import stat
+import sys
 from pathlib import Path
 
 import pytest
-from fixture_cases import FIXTURES, run_cli
+from fixture_cases import FIXTURES, ROOT, run_cli
 
 from lint_rules.fix import decorator as fix_decorator
 from lint_rules.fix import run as fix
@@ -233,3 +234,32 @@ def test_generator_methods_are_not_decorated(tmp_path: Path) -> None:
     assert proc.stderr.splitlines()[0] == (
         "gen.py:12:9: FWD001 not fixed: @forward_entry cannot mark generator Streamer.stream: a generator runs "
         "after the wrapper's forward has returned, so it cannot be routed; return a list instead")
+
+
+@pytest.mark.parametrize("encoding,prefix", [("latin-1", b"# -*- coding: latin-1 -*-\n"), ("utf-8", b"\xef\xbb\xbf")])
+def test_diff_applies_to_non_ascii_context(tmp_path: Path, encoding: str, prefix: bytes) -> None:
+    """The diff is made of the file's own bytes: a latin-1 file with a cookie, or a UTF-8 file with
+    a BOM on line 1, with non-ASCII text in the hunk's context, still patches with git and patch,
+    giving exactly what --fix writes."""
+    import subprocess
+
+    source = prefix + ("# Modèle à deux étages\nimport torch.nn as nn\n\n\nclass M(nn.Module):\n"
+                       "    \"\"\"Réseau.\"\"\"\n\n    def gen(self, x):\n        return self(x)  # é\n").encode(encoding)
+    (tmp_path / "fixed").mkdir()
+    (tmp_path / "fixed" / "m.py").write_bytes(source)
+    assert run_cli(tmp_path / "fixed", "--fix", "m.py").returncode == 0
+    expected = (tmp_path / "fixed" / "m.py").read_bytes()
+    assert expected.startswith(prefix) and "Modèle" in expected.decode(encoding)
+    tools = [cmd for cmd in (["git", "apply"], ["patch", "-p1", "-i"]) if shutil.which(cmd[0])]
+    if not tools:
+        pytest.skip("neither git nor patch")
+    for tool in tools:
+        work = tmp_path / tool[0]
+        work.mkdir()
+        (work / "m.py").write_bytes(source)
+        proc = subprocess.run([sys.executable, "-m", "lint_rules.cli", "--diff", "m.py"], cwd=work,
+                              capture_output=True, timeout=120, env={**os.environ, "PYTHONPATH": str(ROOT)})
+        assert proc.returncode == 1 and proc.stdout.startswith(b"--- a/m.py"), proc.stderr
+        (work / "fix.diff").write_bytes(proc.stdout)
+        subprocess.run([*tool, "fix.diff"], cwd=work, check=True, capture_output=True, timeout=60)
+        assert (work / "m.py").read_bytes() == expected, tool

@@ -20,9 +20,8 @@ from lint_rules.fix.atomic import ChangedOnDisk, atomic_write
 from lint_rules.fix.result import FileFix, FixContext, Unfixed
 from lint_rules.report import shown
 from lint_rules.rules import RULES
-from lint_rules.source import decode
 
-_LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+$")  # Python's line ends only (not \f, \u2028)
+_LINE_BYTES = re.compile(rb"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+$")  # Python's line ends only (not \f, \u2028)
 STYLES: tuple[str, ...] = tuple(dict.fromkeys(style for rule in RULES for style in rule.FIXERS))
 
 
@@ -85,22 +84,18 @@ def write(run: FixRun) -> None:
     run.errors.sort()
 
 
-def _text(data: bytes) -> str:
-    try:
-        return decode(data)
-    except (SyntaxError, LookupError, UnicodeDecodeError):
-        return data.decode("utf-8", "replace")
+def unified_diff(file: FileFix) -> bytes:
+    """``--- a/path`` / ``+++ b/path`` so ``git apply`` and ``patch -p1`` take the output.
 
-
-def unified_diff(file: FileFix) -> str:
-    """``--- a/path`` / ``+++ b/path`` so ``git apply`` and ``patch -p1`` take the output."""
-    name = Path(file.path).as_posix()
-    old = _LINE.findall(_text(file.old))
-    new = _LINE.findall(_text(file.new))
+    Made of the files' own bytes: re-encoding the lines (a latin-1 file, a UTF-8 BOM on line 1)
+    would give context lines that no longer match the file, and the patch would not apply."""
+    name = Path(file.path).as_posix().encode("utf-8", "surrogateescape")
+    old = _LINE_BYTES.findall(file.old)
+    new = _LINE_BYTES.findall(file.new)
     lines = []
-    for line in difflib.unified_diff(old, new, f"a/{name}", f"b/{name}"):
-        lines.append(line if line.endswith(("\n", "\r")) else line + "\n\\ No newline at end of file\n")
-    return "".join(lines)
+    for line in difflib.diff_bytes(difflib.unified_diff, old, new, b"a/" + name, b"b/" + name):
+        lines.append(line if line.endswith((b"\n", b"\r")) else line + b"\n\\ No newline at end of file\n")
+    return b"".join(lines)
 
 
 def report_lines(run: FixRun) -> list[str]:
