@@ -21,7 +21,8 @@ Wall clock on these shared machines moves by about 30% between identical runs, s
 commands runs alternately ``--pairs`` times and the median of the per-pair ratios is reported.
 ``--instructions`` also counts executed instructions with valgrind (deterministic) for the parse
 and fwdlint's cold, warm and one-changed runs on a subset (``--subset``, default ``timm/layers``;
-``.`` for the whole package takes about 25 minutes: valgrind runs about 50x slower). Not a test: it prints numbers; targets are in the README and issue 7.
+``.`` for the whole package takes about 25 minutes: valgrind runs about 50x slower). Not a test: it
+prints numbers; targets are in the README and issue 7.
 
 Usage (from the repository root)::
 
@@ -32,7 +33,6 @@ Usage (from the repository root)::
 from __future__ import annotations
 
 import argparse
-import os
 import re
 import shutil
 import statistics
@@ -134,8 +134,8 @@ def main(argv: list[str] | None = None) -> int:
     work = args.work or Path(tempfile.mkdtemp(prefix="fwdlint-speed-"))
     work.mkdir(parents=True, exist_ok=True)
     env = setup(work)
-    site, lint, plain, torchfix = env["site"], env["fwdlint"], env["plain"], env["torchfix"]
-    package = site / "timm"
+    lint = env["fwdlint"]
+    package = env["site"] / "timm"
     files = sorted(str(p.relative_to(package)) for p in package.rglob("*.py"))
     lines = sum(len((package / f).read_bytes().splitlines()) for f in files)
     cache = work / "cache"
@@ -203,7 +203,6 @@ def wall_clock(args, env, package, files, lines, fwdlint, parse, cache, cold, ed
     print(f"{'measure':<{width}}  {'median':>9}  ratio")
     for name, seconds, ratio in rows:
         print(f"{name:<{width}}  {seconds:>9}  {ratio}")
-
 
 
 def count_instructions(args, lint, package, cache, cold) -> None:

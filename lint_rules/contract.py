@@ -31,6 +31,7 @@ def is_shim_mark(decorator: str) -> bool:
     head, _, last = decorator.rpartition(".")
     return last in MARK_DECORATORS and head.split(".", 1)[0] == DECORATOR_MODULE
 
+
 #: Calls that register a method by name at run time: ``obj.mark_forward_method("generate")``
 #: (Lightning Fabric, and ours) and ``register_fsdp_forward_method(obj, "generate")`` (FSDP2).
 MARK_METHOD_CALL = "mark_forward_method"
@@ -89,6 +90,7 @@ DEFAULT_MODE = "error"
 #: Attributes the shim keeps in a guarded module's ``__dict__``.
 GUARD_KEY = "_fwd_shim_guard"
 MARKS_KEY = "_fwd_shim_marks"
+
 
 def mode_from_env(environ: "os._Environ[str] | dict[str, str] | None" = None) -> str:
     """Mode for ``runtime_shim.auto``: ``FWD_SHIM_MODE`` (default ``error``), validated."""

@@ -11,7 +11,7 @@ from __future__ import annotations
 import builtins
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Iterable, Optional
+from typing import Callable, Optional
 
 from lint_rules import contract
 from lint_rules.facts.model import ClassFacts, FileFacts, MethodFacts

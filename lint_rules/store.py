@@ -4,7 +4,8 @@ Keyed by a hash of the file's bytes, its module name, the facts format, the tool
 facts code itself, so a moved, edited or differently packaged file is a different key and nothing
 needs invalidating.
 Persistent across runs in ``.fwdlint_cache/facts.sqlite`` under the project root (``--cache-dir``,
-``--no-cache``; a file outside any project gets no cache unless ``--cache-dir`` asks for one). Values are JSON (``facts.codec``), never pickle: a cache must not be a way to run
+``--no-cache``; a file outside any project gets no cache unless ``--cache-dir`` asks for one).
+Values are JSON (``facts.codec``), never pickle: a cache must not be a way to run
 code. SQLite gives atomic writes and safe concurrent use (flake8 ``-j``, two terminals, pre-commit
 while an editor lints); a write that cannot get the lock in time is skipped, not waited for. A
 corrupt, truncated, foreign or old-format cache file is deleted and rebuilt; a cache directory
@@ -193,6 +194,7 @@ class FactsStore:
             return codec.decode(text, path)
         except (ValueError, TypeError, IndexError):  # a row we cannot read: compute it again
             return None
+
 
 def _read_regular(path: str) -> bytes:
     """The file's bytes; anything but a regular file (a FIFO, a device) is refused, not read:

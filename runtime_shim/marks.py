@@ -10,7 +10,6 @@ import inspect
 from typing import Any, Callable, TypeVar
 
 from lint_rules.contract import (
-    DECORATOR_NAME,
     DECORATOR_ON_DESCRIPTOR,
     DECORATOR_NOT_FUNCTION,
     DECORATOR_ON_FORWARD,

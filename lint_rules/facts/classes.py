@@ -62,7 +62,8 @@ class Classes(Collector):
     def on_ann_assign(self, node: cst.AnnAssign, scope: Scope) -> None:
         if scope.kind == "class" and isinstance(node.target, cst.Name):
             ref = self.walk.names.annotation_ref(cst.Annotation(node.annotation.annotation))
-            self.by_node[scope.node].annotations.append((node.target.value, Source(SRC_ANNOTATION, ref)))  # type: ignore[index]
+            record = self.by_node[scope.node]  # type: ignore[index]
+            record.annotations.append((node.target.value, Source(SRC_ANNOTATION, ref)))
 
     def finish(self, results: dict[str, dict[str, Any]]) -> dict[str, Any]:
         bodies: dict[cst.FunctionDef, MethodBody] = results.get("entry_uses", {}).get("_bodies", {})

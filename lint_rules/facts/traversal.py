@@ -233,7 +233,8 @@ class FileWalk:
             self._def_positions = dict(zip(self.defs, found))
         return self._def_positions[node]
 
-    def positions(self, nodes: Sequence[cst.CSTNode], root: Optional[cst.CSTNode] = None) -> dict[cst.CSTNode, Position]:
+    def positions(self, nodes: Sequence[cst.CSTNode],
+                  root: Optional[cst.CSTNode] = None) -> dict[cst.CSTNode, Position]:
         """Positions of a few nodes, relative to ``root``'s first line (the module by default)."""
         assert self.tree is not None
         return node_positions(root if root is not None else self.tree, nodes, self.tree)

@@ -3,7 +3,8 @@
 The new decorator becomes the outermost one (it must see the method as the class will store
 it) and is a LibCST ``Decorator`` node, so it is printed with exactly the indentation of the
 ``def`` (tabs stay tabs) and the file's own line ending. The method is located by its ``def`` line (from
-the facts), so nested classes, classes inside functions and redefined methods are never confused. The import comes from ``imports.ensure_import``.
+the facts), so nested classes, classes inside functions and redefined methods are never confused.
+The import comes from ``imports.ensure_import``.
 Findings are grouped by file; files are independent, so ``-j N`` fixes them in worker processes
 and collects the results in path order (the output does not depend on ``N``).
 """

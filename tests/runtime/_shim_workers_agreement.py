@@ -4,7 +4,6 @@ on a real 2-rank Fabric (ddp) or a guarded DDP model and record what happened.""
 from __future__ import annotations
 
 import sys
-from typing import Any
 
 
 def run_scenarios(rank: int, world: int, directory: str) -> dict[str, str]:
