@@ -121,6 +121,15 @@ class ProjectIndex:
             return None
         return None
 
+    def find_constructed(self, ref: str, origin: Optional[FileFacts] = None) -> Optional[ClassRef]:
+        """The class of an object built by ``ref``: ``GPT`` itself or a factory on it
+        (``GPT.from_pretrained``), tried with and without its last part."""
+        for candidate in (ref, ref.rpartition(".")[0]):
+            found = self.find_class(candidate, origin) if candidate else None
+            if found is not None:
+                return found
+        return None
+
     def _find_unqualified(self, name: str, origin: Optional[FileFacts], depth: int,
                           load: bool) -> Optional[ClassRef]:
         if origin is None:
@@ -242,15 +251,19 @@ class ProjectIndex:
         for origin, cls, is_bound in self.class_marks.get(method.name, ()) if ref is not None else ():
             if is_bound and not bound:
                 continue
-            marked = self.find_class(cls, origin) or self.find_class(cls.rpartition(".")[0], origin)
+            marked = self.find_constructed(cls, origin)
             if marked is not None and (any(item.key == marked.key for item in self.mro(ref))
                                        or any(item.key == ref.key for item in self.mro(marked))):
                 return True
+        return self.mark_decorator(method, facts) is not None
+
+    def mark_decorator(self, method: MethodFacts, facts: FileFacts) -> Optional[int]:
+        """Position (top first) of the decorator that marks ``method``, if one does."""
         star_shim = any(name == "*" and target.split(".", 1)[0] == contract.DECORATOR_MODULE
                         for name, target in facts.imports)
-        for decorator in method.decorators:
+        for index, decorator in enumerate(method.decorators):
             if contract.is_shim_mark(decorator) or (star_shim and decorator in contract.MARK_DECORATORS):
-                return True
+                return index
             if any(self._configured(decorator, name) for name in self.config.mark_decorators):
-                return True
-        return False
+                return index
+        return None

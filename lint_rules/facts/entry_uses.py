@@ -357,6 +357,18 @@ def method_kind(decorators: tuple[str, ...]) -> str:
     return kind
 
 
+def _relay(name: str) -> Callable[["EntryUses", Any, Scope], None]:
+    """A handler that hands the node to the scan of the method it is in (if any)."""
+
+    def handler(self: "EntryUses", node: Any, scope: Scope) -> None:
+        scan = self._scan(scope)
+        if scan is not None:
+            getattr(scan, name)(node)
+
+    handler.__name__ = name
+    return handler
+
+
 class EntryUses(Collector):
     name = "entry_uses"
     triggers = ("class",)
@@ -388,30 +400,11 @@ class EntryUses(Collector):
             return self.current
         return self.scans[scope.method][1] if scope.method is not None else None
 
-    def on_call(self, node: cst.Call, scope: Scope) -> None:
-        scan = self._scan(scope)
-        if scan is not None:
-            scan.on_call(node)
-
-    def on_for(self, node: cst.For | cst.CompFor, scope: Scope) -> None:
-        scan = self._scan(scope)
-        if scan is not None:
-            scan.on_for(node)
-
-    def on_assign(self, node: cst.Assign, scope: Scope) -> None:
-        scan = self._scan(scope)
-        if scan is not None:
-            scan.on_assign_stmt(node)
-
-    def on_ann_assign(self, node: cst.AnnAssign, scope: Scope) -> None:
-        scan = self._scan(scope)
-        if scan is not None:
-            scan.on_ann_assign(node)
-
-    def on_return(self, node: cst.Return, scope: Scope) -> None:
-        scan = self._scan(scope)
-        if scan is not None:
-            scan.on_return(node)
+    on_call = _relay("on_call")
+    on_for = _relay("on_for")
+    on_assign = _relay("on_assign_stmt")
+    on_ann_assign = _relay("on_ann_assign")
+    on_return = _relay("on_return")
 
     def on_yield(self, node: cst.Yield, scope: Scope) -> None:
         if self.current is None and scope.method is not None and scope.node is scope.method:

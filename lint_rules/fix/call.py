@@ -29,7 +29,7 @@ from lint_rules.fix.imports import ensure_import
 from lint_rules.fix.locate import simple_statements_by_line
 from lint_rules.fix.result import FileFix, FixContext, Unfixed
 from lint_rules.fix.verify import FixRefused, Plan, verify
-from lint_rules.project import ClassRef, ProjectIndex
+from lint_rules.project import ProjectIndex
 from lint_rules.source import decode
 
 FSDP_MODULE = "torch.distributed.fsdp"
@@ -58,16 +58,6 @@ class _Insert(cst.CSTTransformer):
 
     def leave_Module(self, original_node: cst.Module, updated_node: cst.Module) -> cst.Module:
         return updated_node.with_changes(body=self._body(original_node.body, updated_node.body))
-
-
-def _class_ref(view: ProjectIndex, facts: FileFacts, cls: str) -> Optional[ClassRef]:
-    """``GPT`` or ``GPT.from_pretrained``: the class, tried with and without the last part."""
-    for ref in (cls, cls.rpartition(".")[0]):
-        if ref:
-            found = view.find_class(ref, facts)
-            if found is not None:
-                return found
-    return None
 
 
 def fix(context: FixContext, diagnostics: Sequence[Diagnostic]) -> tuple[list[FileFix], list[Unfixed]]:
@@ -112,7 +102,7 @@ def _fix_file(path: str, facts: FileFacts, view: ProjectIndex, by_class: dict[tu
         if not calls:
             continue
         where = f"{path}:{site.line}"
-        ref = _class_ref(view, facts, site.cls) if site.cls else None
+        ref = view.find_constructed(site.cls, facts) if site.cls else None
         if ref is None:
             for name in calls:
                 unresolved.setdefault(name, f"the class of `{site.var}` set up at {where} cannot be resolved; "

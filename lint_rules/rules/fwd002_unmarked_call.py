@@ -40,7 +40,7 @@ How it meets FWD001
 
 from __future__ import annotations
 
-from typing import Iterator, Optional
+from typing import Iterator
 
 from lint_rules import contract
 from lint_rules.computation import analysis_for, never_entry
@@ -132,16 +132,6 @@ def main(fabric, x):
 )
 
 
-def class_of_site(view: ProjectIndex, facts: FileFacts, site: WrapSite) -> Optional[ClassRef]:
-    """The set-up model's class: ``GPT`` or ``GPT.from_pretrained`` (tried without the last part)."""
-    for ref in (site.cls, site.cls.rpartition(".")[0]):
-        if ref:
-            found = view.find_class(ref, facts)
-            if found is not None:
-                return found
-    return None
-
-
 def _fwd001_owns(view: ProjectIndex, owner: ClassRef, method: MethodFacts) -> bool:
     """Does FWD001 report this ``def`` in this project (so FWD002 need not report its calls)?"""
     if owner.file.path not in view.files or is_suppressed(owner.file.noqa, method.line, "FWD001"):
@@ -161,7 +151,7 @@ def registration(site: WrapSite, method: str) -> str:
 def check(view: ProjectIndex, facts: FileFacts) -> Iterator[Diagnostic]:
     for wrapped in facts.wrapped_calls:
         site = facts.wrap_sites[wrapped.site]
-        ref = class_of_site(view, facts, site) if site.cls else None
+        ref = view.find_constructed(site.cls, facts) if site.cls else None
         if ref is None:
             continue
         analysis = analysis_for(view, ref)

@@ -102,17 +102,6 @@ def main(fabric):
 )
 
 
-def _mark_index(view: ProjectIndex, method: MethodFacts, facts: FileFacts) -> Optional[int]:
-    """Position of the mark among the decorators (top first), if the method carries one."""
-    star_shim = any(name == "*" and target.split(".", 1)[0] == contract.DECORATOR_MODULE
-                    for name, target in facts.imports)
-    for index, decorator in enumerate(method.decorators):
-        if contract.is_shim_mark(decorator) or (star_shim and decorator in contract.MARK_DECORATORS) or any(
-                view._configured(decorator, name) for name in view.config.mark_decorators):
-            return index
-    return None
-
-
 def _decorator_problem(view: ProjectIndex, facts: FileFacts, cls: ClassFacts, method: MethodFacts,
                        index: int) -> Optional[str]:
     mark = "@" + method.decorators[index].rpartition(".")[2]
@@ -154,11 +143,7 @@ def _registration_problem(view: ProjectIndex, facts: FileFacts, mark: Mark) -> O
         return None
     if mark.name == "forward":
         return f"registering forward fails: ValueError: {contract.MARK_VALIDATION_FORWARD}"
-    found = None
-    for ref in (mark.cls, mark.cls.rpartition(".")[0]) if mark.cls and mark.via else ():
-        found = view.find_class(ref, facts) if ref else None
-        if found is not None:
-            break
+    found = view.find_constructed(mark.cls, facts) if mark.cls and mark.via else None
     if found is None or not _mro_known(view, found):
         return None
     method = next((m for item in view.mro(found) for m in item.cls.methods if m.name == mark.name), None)
@@ -177,7 +162,7 @@ def _registration_problem(view: ProjectIndex, facts: FileFacts, mark: Mark) -> O
 def check(view: ProjectIndex, facts: FileFacts) -> Iterator[Diagnostic]:
     for cls in facts.classes:
         for method in cls.methods:
-            index = _mark_index(view, method, facts)
+            index = view.mark_decorator(method, facts)
             problem = _decorator_problem(view, facts, cls, method, index) if index is not None else None
             if problem is not None:
                 yield Diagnostic(facts.path, method.line, method.col, CODE, problem, f"{cls.qualname}.{method.name}")
