@@ -19,16 +19,19 @@ from dataclasses import dataclass, field
 from typing import Optional
 
 from lint_rules.facts.model import (
-    ATTR_CALL, DELEGATE_CALL, DYNAMIC_CALL, RESULT_CALL, SELF_CALL, SRC_ANNOTATION, SRC_ATTR, SRC_CALL, SRC_MODULE,
-    SRC_NOT_MODULE, SRC_PARAM, SRC_PARAM_CALL, SUB_CALL, SUB_METHOD, SUB_RESULT, SUPER_CALL, MethodFacts,
-    Source,
+    ATTR_CALL, DYNAMIC_CALL, ELEMENT_METHOD, PASS_CALL, RESULT_CALL, RESULT_METHOD, SELF_CALL, SRC_ANNOTATION, SRC_ATTR, SRC_CALL,
+    SRC_ELEMENT, SRC_MODULE, SRC_NOT_MODULE, SRC_PARAM, SRC_PARAM_CALL, SRC_REF, SRC_RESULT, SUB_CALL, SUB_METHOD,
+    SUB_RESULT, SUPER_CALL, FileFacts, MethodFacts, Source, Use,
 )
 from lint_rules import contract
 from lint_rules.project import ClassRef, ProjectIndex
 
 _FORWARD_NAMES = frozenset({"forward", "__call__"})
-#: Methods of a submodule whose class the project does not have that we still treat as
-#: computation (``self.model.generate(...)`` on a Hugging Face model held by a LightningModule).
+#: The last resort, used only when the class of a submodule cannot be found (not in the project,
+#: not installed, built by a registry or a config file): its methods of these names are taken
+#: as computation (``self.model.generate(...)`` on a model a LightningModule is given), as is
+#: any method whose name starts with ``forward`` (``forward_features``, ``forward_encoder``).
+#: A submodule whose class is found is judged by what its methods do, never by this list.
 ENTRY_METHOD_NAMES = frozenset({
     "generate", "encode", "decode", "sample", "forward_features", "forward_head",
     "get_image_features", "get_text_features",
@@ -37,6 +40,24 @@ ENTRY_METHOD_NAMES = frozenset({
     "text_model", "embed_tokens", "lm_head",
 })
 _FACTORY_SUFFIXES = (".from_pretrained", ".from_config", ".from_single_file")
+#: Methods of ``nn.Module`` and of its containers: on a ``ModuleDict`` these are methods, any other
+#: attribute is an entry (``self.mods.encoder``).
+_MODULE_METHODS = frozenset({
+    "keys", "values", "items", "update", "pop", "clear", "append", "extend", "insert", "add_module",
+    "register_module", "register_buffer", "register_parameter", "state_dict", "load_state_dict", "half",
+    "float", "double", "bfloat16", "cpu", "type", "zero_grad", "extra_repr", "to_empty", "compile",
+    "share_memory", "get_parameter", "get_buffer", "named_parameters", "named_buffers", "set_submodule",
+}) | frozenset()  # completed below with MODULE_API
+#: Methods only an ``nn.Module`` has among the things models hold (tokenizers, functions, matchers,
+#: samplers): an attribute of unknown class used with one of them is a module (evidence by use).
+#: ``to``/``cuda`` also exist on tensors, which are never called, so they cannot mislead here;
+#: ``state_dict``/``zero_grad`` are left out (optimizers and schedulers have them).
+MODULE_API = frozenset({
+    "eval", "train", "parameters", "named_parameters", "buffers", "named_buffers", "children",
+    "named_children", "modules", "named_modules", "requires_grad_", "apply", "register_forward_hook",
+    "register_forward_pre_hook", "get_submodule", "to", "cuda",
+})
+_MODULE_METHODS = _MODULE_METHODS | MODULE_API
 #: Getters whose result is a submodule when the project cannot show what they return
 #: (``self.get_input_embeddings()(ids)``, ``enc = self.get_encoder(); enc(x)``).
 _MODULE_GETTER = re.compile(r"get_\w*(embeddings|encoder|decoder|model|backbone|head|layer|module)s?")
@@ -102,17 +123,26 @@ class ClassAnalysis:
         return self._forward_calls
 
     def is_submodule(self, attr: str) -> bool:
+        """Does ``self.<attr>`` hold an ``nn.Module``? Types first (loading the files that define
+        them), then evidence by use (``self.attr.eval()``), then the class's own forward calling it."""
         if attr in self._submodule:
             return self._submodule[attr]
         self._submodule[attr] = False  # cycle guard for self.a = self.b chains
         sources = self.sources(attr)
         # Cheap verdicts first: loading other files is the expensive part of a run.
         verdicts = [self._source_verdict(item, src, load=False) for item, src in sources]
-        if True not in verdicts and None in verdicts and attr not in self.calls_in_forward():
+        if True not in verdicts and None in verdicts:
             verdicts = [self._source_verdict(item, src, load=True) for item, src in sources]
-        result = True in verdicts or (None in verdicts and attr in self.calls_in_forward())
+        # Guess only where no source was found not to be a module (``matcher = matcher or
+        # Matcher()``: the parameter is what the default says).
+        result = True in verdicts or (None in verdicts and False not in verdicts and (
+            self._used_as_module(attr) or attr in self.calls_in_forward()))
         self._submodule[attr] = result
         return result
+
+    def _used_as_module(self, attr: str) -> bool:
+        return any(use.kind == SUB_METHOD and use.name == attr and use.method in MODULE_API
+                   for item in self.mro for method in item.cls.methods for use in method.uses)
 
     def _source_verdict(self, item: ClassRef, src: Source, load: bool) -> Optional[bool]:
         if src.kind == SRC_MODULE:
@@ -121,26 +151,44 @@ class ClassAnalysis:
             return False
         if src.kind == SRC_ATTR:
             return True if self.is_submodule(src.ref) else None
+        if src.kind == SRC_REF:  # a function or a class itself, not an instance: never a module
+            found = self.index.find_function(src.ref, item.file, load=load) or self.index.find_class(
+                src.ref, item.file, load=load)
+            return False if found is not None else None
+        if src.kind == SRC_RESULT:
+            found = self.lookup(src.ref)
+            if found is None:
+                return None
+            if any(self.is_submodule(attr) for attr in found[1].returns):
+                return True
+            built = [self.index.is_module_ref(ref, item.file, load=load) for ref in found[1].builds]
+            return True if True in built else None
         ref = src.ref
         if src.kind == SRC_CALL and ref.endswith(_FACTORY_SUFFIXES):
             ref = ref.rpartition(".")[0]
             if ref.rpartition(".")[2].startswith("Auto"):
                 return True
-        if src.kind in (SRC_CALL, SRC_PARAM, SRC_PARAM_CALL, SRC_ANNOTATION):
+        if src.kind in (SRC_CALL, SRC_PARAM, SRC_PARAM_CALL, SRC_ANNOTATION, SRC_ELEMENT):
             verdict = self.index.is_module_ref(ref, item.file, load=load)
             if src.kind != SRC_CALL and verdict is False:
                 return None  # an annotation or default that is not a module class tells nothing
             return verdict
         return None
 
-    def submodule_class(self, attr: str, load: bool = True) -> Optional[ClassRef]:
+    def submodule_classes(self, attr: str, load: bool = True, elements: bool = False) -> list[ClassRef]:
+        """The classes ``self.<attr>`` is built from (``elements``: of what its container holds)."""
+        kinds = (SRC_ELEMENT,) if elements else (SRC_CALL, SRC_PARAM, SRC_ANNOTATION, SRC_PARAM_CALL)
+        found: list[ClassRef] = []
         for item, src in self.sources(attr):
-            if src.kind in (SRC_CALL, SRC_PARAM, SRC_ANNOTATION, SRC_PARAM_CALL) and not src.ref.endswith(
-                    _FACTORY_SUFFIXES):
-                found = self.index.find_class(src.ref, item.file, load=load)
-                if found is not None:
-                    return found
-        return None
+            if src.kind in kinds and not src.ref.endswith(_FACTORY_SUFFIXES):
+                cls = self.index.find_class(src.ref, item.file, load=load)
+                if cls is not None and all(cls.key != known.key for known in found):
+                    found.append(cls)
+        return found
+
+    def submodule_class(self, attr: str, load: bool = True) -> Optional[ClassRef]:
+        found = self.submodule_classes(attr, load)
+        return found[0] if found else None
 
     # -- the question ----------------------------------------------------------------------
     def chain(self, name: str) -> Optional[Chain]:
@@ -148,7 +196,9 @@ class ClassAnalysis:
         found = self.lookup(name)
         return self._chain(found[0], found[1]) if found else None
 
-    def _chain(self, position: int, method: MethodFacts) -> Optional[Chain]:
+    def _chain(self, position: int, method: MethodFacts, origin: Optional[FileFacts] = None) -> Optional[Chain]:
+        """``origin``: the file whose imports the uses were resolved with (a function's summary
+        is read in the function's file; a method's in its class's)."""
         key = (position, method.name, method.kind)
         if key in self._chains:
             return self._chains[key]
@@ -159,7 +209,7 @@ class ClassAnalysis:
         outer_hit, self._hit_active = self._hit_active, False
         self._active.add(key)
         try:
-            result = self._evaluate(position, method)
+            result = self._evaluate(position, method, origin or self.mro[position].file)
         finally:
             self._active.discard(key)
         provisional = self._hit_active and result is None
@@ -179,7 +229,7 @@ class ClassAnalysis:
             self._hit_active = False
         return result
 
-    def _evaluate(self, position: int, method: MethodFacts) -> Optional[Chain]:
+    def _evaluate(self, position: int, method: MethodFacts, origin: FileFacts) -> Optional[Chain]:
         for use in method.uses:
             # Files read only to resolve names are not located (line 0): say less, not wrong.
             evidence = f"{use.text} at line {use.line}" if use.line else use.text
@@ -197,7 +247,7 @@ class ClassAnalysis:
                 if found is not None:
                     if use.name in _FORWARD_NAMES:
                         return [method.name, evidence]
-                    inner = self._chain(*found)
+                    inner = self._chain(*found) or self._override_chain(found[1])
                     if inner:
                         return [method.name, *inner]
                 elif self.is_submodule(use.name):
@@ -207,21 +257,62 @@ class ClassAnalysis:
                     return [method.name, evidence]
             elif use.kind == SUB_METHOD and self._submethod_computes(use.name, use.method):
                 return [method.name, evidence]
+            elif use.kind == ELEMENT_METHOD and self._path_method_computes(use.name, use.method):
+                return [method.name, evidence]
+            elif use.kind == RESULT_METHOD and self._result_method_computes(use.name, use.method):
+                return [method.name, evidence]
             elif use.kind == RESULT_CALL and self._getter_returns_submodule(use.name):
                 return [method.name, evidence]
             elif use.kind == SUB_RESULT and _MODULE_GETTER.fullmatch(use.method) and self.is_submodule(use.name):
                 return [method.name, evidence]
-            elif use.kind == DELEGATE_CALL:
-                function = self.mro[position].file.delegate(use.name, int(use.method))
-                inner = self._chain(position, function) if function is not None else None
+            elif use.kind == PASS_CALL:
+                inner = self._passed_runs(position, use, origin)
                 if inner:
-                    return [method.name, *inner]
+                    return [method.name, evidence, *inner[1:]]
             elif use.kind == DYNAMIC_CALL:
                 for name in self.quoted_methods():
                     if name != method.name:
                         inner = self.chain(name)
                         if inner:
                             return [method.name, *inner]
+        return None
+
+    def _passed_runs(self, position: int, use: Use, origin: FileFacts) -> Optional[Chain]:
+        """``fn(self, ...)``/``fn(self.enc, ...)``: does ``fn`` run what it is handed? Its summary
+        for that parameter is read against the class of what was passed. A bound method handed
+        over (``multi_apply(self.loss_single, ...)``) is a callback: it counts as called if the
+        function calls that parameter."""
+        ref, _, slot = use.method.rpartition("#")
+        method = self.lookup(use.name) if use.name else None
+        if method is None and use.name and not self.is_submodule(use.name):
+            return None
+        found = self.index.find_function(ref, origin)
+        summary = found[1].summary(slot) if found is not None else None
+        if found is None or summary is None:
+            return None
+        if method is not None:  # a callback: called if the function calls that parameter
+            return self._chain(*method) if _runs_unknown(self.index, summary, found[0]) else None
+        if not use.name:
+            return self._chain(position, _keyed(summary, found[0]), found[0])
+        targets = [t for t in self.submodule_classes(use.name) if t.key != self.ref.key]
+        for target in targets:
+            inner = analysis_for(self.index, target)._chain(0, _keyed(summary, found[0]), found[0])
+            if inner:
+                return inner
+        return None if targets else _runs_unknown(self.index, summary, found[0])
+
+    def _override_chain(self, method: MethodFacts) -> Optional[Chain]:
+        """``self.forward_encoder(x)`` whose own body computes nothing: the overrides in
+        subclasses run instead (read next to the class only when it is abstract)."""
+        if method.kind != "method":
+            return None
+        for sub in self.index.subclasses(self.ref, siblings=method.abstract):
+            analysis = analysis_for(self.index, sub)
+            found = analysis.lookup(method.name)
+            if found is not None and found[1] is not method:
+                inner = analysis.chain(method.name)
+                if inner:
+                    return [method.name, f"{sub.cls.qualname}.{method.name}", *inner[1:]]
         return None
 
     def _getter_returns_submodule(self, name: str) -> bool:
@@ -236,21 +327,56 @@ class ClassAnalysis:
         return sorted(name for name in quoted if name in self._methods)
 
     def _submethod_computes(self, attr: str, method: str) -> bool:
-        """``self.attr.method(...)``. The attribute's class is looked up among files already
-        read unless the name is a known entry method or forward calls the attribute: reading
-        files to learn what ``self.config.to_dict()`` is would dominate the run time."""
+        """``self.attr.method(...)``: computation if the attribute is a submodule and ``method``
+        computes on its class, or on any subclass of it when it is abstract there (class-hierarchy
+        analysis); the name list only when the class cannot be found."""
         if method in contract.LIGHTNING_STEP_METHODS and self._holds_lightning_module(attr):
             return True  # whatever LightningModule it holds, its step runs the model
-        known_entry = method in ENTRY_METHOD_NAMES
-        target = self.submodule_class(attr, load=known_entry or attr in self.calls_in_forward())
-        if (target is None and not known_entry) or not self.is_submodule(attr):
+        if not self.is_submodule(attr):
             return False
-        if target is None or target.key == self.ref.key:
-            return known_entry
-        analysis = analysis_for(self.index, target)
-        if analysis.lookup(method) is None:
-            return known_entry
-        return analysis.chain(method) is not None
+        targets = [t for t in self.submodule_classes(attr) if t.key != self.ref.key]
+        if not targets:
+            if self._is_keyed_container(attr) and method not in _MODULE_METHODS:
+                return True  # self.mods.encoder(x): a ModuleDict's entry, called
+            return _unknown_entry(method)
+        return any(_method_computes(self.index, target, method) for target in targets)
+
+    def _is_keyed_container(self, attr: str) -> bool:
+        """A ``ModuleDict``/``Sequential``, whose entries are its attributes."""
+        return any(src.kind in (SRC_CALL, SRC_ANNOTATION, SRC_PARAM) and src.ref.rpartition(".")[2] in (
+            "ModuleDict", "Sequential") and src.ref.split(".", 1)[0] in ("torch", "nn") for _, src in self.sources(attr))
+
+    def _path_method_computes(self, path: str, method: str) -> bool:
+        """``self.layers[i].decode(x)`` (path ``layers[]``), ``self.model.quantizer.decode(x)``
+        (``model.quantizer``): follow the path through the classes of the attributes."""
+        steps = path.replace("[]", ".[]").split(".")
+        if not steps[0] or not self.is_submodule(steps[0]):
+            return not steps[0] and _unknown_entry(method)  # a child of self: its class is unknown
+        holders: list[tuple[ClassAnalysis, str, bool]] = [(self, steps[0], False)]  # (class, attr, element)
+        for step in steps[1:]:
+            if step == "[]":
+                holders = [(a, attr, True) for a, attr, _ in holders]
+                continue
+            nxt = []
+            for analysis, attr, element in holders:
+                for target in analysis.submodule_classes(attr, elements=element):
+                    inner = analysis_for(self.index, target)
+                    if inner.is_submodule(step):
+                        nxt.append((inner, step, False))
+            if not nxt:
+                return _unknown_entry(method)
+            holders = nxt
+        classes = [t for a, attr, element in holders for t in a.submodule_classes(attr, elements=element)]
+        if not classes:
+            return _unknown_entry(method)
+        return any(_method_computes(self.index, target, method) for target in classes)
+
+    def _result_method_computes(self, getter: str, method: str) -> bool:
+        """``self.get_base_model().generate(...)``: a method of what a getter of self returns."""
+        found = self.lookup(getter)
+        if found is not None and found[1].returns:
+            return any(self._submethod_computes(attr, method) for attr in found[1].returns)
+        return _MODULE_GETTER.fullmatch(getter) is not None and _unknown_entry(method)
 
     def _holds_lightning_module(self, attr: str) -> bool:
         if not self.is_submodule(attr):
@@ -273,6 +399,46 @@ class ClassAnalysis:
                     if use.kind in (ATTR_CALL, SUPER_CALL) and use.name != method.name:
                         names.add(use.name)
         return names | set(self.quoted_methods())
+
+
+def _unknown_entry(method: str) -> bool:
+    return method in ENTRY_METHOD_NAMES or method.startswith("forward") or method in _FORWARD_NAMES
+
+
+def _keyed(summary: MethodFacts, file: FileFacts) -> MethodFacts:
+    """A function's summary, named apart from methods and from same-named functions elsewhere."""
+    return MethodFacts(f"{file.path}:{summary.name}", summary.line, summary.col, summary.kind,
+                       summary.decorators, summary.uses)
+
+
+def _method_computes(index: ProjectIndex, target: ClassRef, method: str) -> bool:
+    analysis = analysis_for(index, target)
+    found = analysis.lookup(method)
+    if found is None:
+        if analysis.is_submodule(method):  # self.attention.memory_layer(x): a submodule of it, called
+            return True
+        return _unknown_entry(method) and not index.is_complete(target)
+    if analysis.chain(method) is not None:
+        return True
+    if found[1].abstract or found[1].kind == "alias":
+        return any(analysis_for(index, sub).chain(method) is not None for sub in index.subclasses(target, siblings=True))
+    return False
+
+
+def _runs_unknown(index: ProjectIndex, summary: MethodFacts, origin: FileFacts, depth: int = 0) -> Optional[Chain]:
+    """A function's summary for a parameter given a module whose class is unknown."""
+    for use in summary.uses:
+        if use.kind in (SELF_CALL, SUB_CALL) or (use.kind in (ATTR_CALL, SUB_METHOD, ELEMENT_METHOD)
+                                                 and _unknown_entry(use.method or use.name)):
+            return [summary.name, use.text]
+        if use.kind == PASS_CALL and not use.name and depth < 8:
+            ref, _, slot = use.method.rpartition("#")
+            found = index.find_function(ref, origin)
+            inner = found[1].summary(slot) if found is not None else None
+            deeper = _runs_unknown(index, inner, found[0], depth + 1) if found and inner else None
+            if deeper:
+                return [summary.name, use.text, *deeper[1:]]
+    return None
 
 
 def analysis_for(index: ProjectIndex, ref: ClassRef) -> ClassAnalysis:

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Callable, Optional
 
 from lint_rules import contract
-from lint_rules.facts.model import ClassFacts, FileFacts, MethodFacts
+from lint_rules.facts.model import ClassFacts, FileFacts, FunctionFacts, MethodFacts
 
 #: Library base classes that are ``nn.Module`` subclasses, matched by their last name so a
 #: project need not have the library's source. Extended by the ``module-bases`` option.
@@ -24,6 +24,14 @@ KNOWN_MODULE_BASES = frozenset({
 })
 _NOT_MODULE_TORCH_NN = frozenset({"Parameter", "Buffer", "UninitializedParameter", "UninitializedBuffer"})
 _BUILTINS = frozenset(dir(builtins))
+#: Files one name may cause to be read through star imports (see ``_through_stars``).
+STAR_READS = 64
+#: Lookups one name may cost (modules with hundreds of star imports nest): past that, unresolved.
+SEARCH_STEPS = 2000
+#: Packages whose classes are known by name (``torch.nn.Linear`` is a module, ``torch.Tensor`` is
+#: not): their sources are never read to resolve names (torch alone is 300k lines of Python).
+_KNOWN_BY_NAME = ("torch.", "builtins.", "typing.", "abc.", "collections.", "numpy.")
+_TYPING_BASES = frozenset({"abc.ABC", "typing.Generic", "typing.Protocol", "ABC", "Generic", "Protocol"})
 
 
 @dataclass(frozen=True)
@@ -45,6 +53,14 @@ class ClassRef:
 Loader = Callable[[Path, str, bool], Optional[FileFacts]]
 
 
+def _class_named(facts: FileFacts, name: str) -> object:
+    return facts.class_named(name)
+
+
+def _function_named(facts: FileFacts, name: str) -> object:
+    return facts.function_named(name)
+
+
 @dataclass
 class ProjectIndex:
     config: Config
@@ -60,6 +76,12 @@ class ProjectIndex:
     _module_cache: dict[tuple[str, str], bool] = field(default_factory=dict)
     _mro_cache: dict[tuple[str, str], list[ClassRef]] = field(default_factory=dict)
     _subclasses: Optional[dict[str, list[ClassRef]]] = None  # last name of a base -> classes
+    _siblings_read: set[str] = field(default_factory=set)
+    _reads_at_start: int = 0  # files read when the current outermost search began
+    _steps: int = 0  # lookups made by the current outermost search
+    # (ref, origin, what, load) -> (files read when answered, answer)
+    _found: dict[tuple[str, str, str, bool], tuple[int, Optional[tuple[FileFacts, object]]]] = field(
+        default_factory=dict)
 
     def add(self, facts: FileFacts, root: Optional[Path] = None) -> None:
         """Add an analysed file (its marks count project-wide)."""
@@ -90,16 +112,53 @@ class ProjectIndex:
             if found is not None:
                 break
         self.modules[name] = found
+        if found is not None and self._subclasses is not None:
+            self._index_bases(found)
         return found
 
     def find_class(self, ref: str, origin: Optional[FileFacts] = None, depth: int = 0,
                    load: bool = True) -> Optional[ClassRef]:
         """The class a dotted reference (as resolved by ``extract``) names, if the project has it;
         with ``load=False`` only among files already read."""
-        if not ref or depth > 8:
+        found = self._find(ref, origin, depth, load, _class_named)
+        return ClassRef(found[0], found[1]) if found is not None else None  # type: ignore[arg-type]
+
+    def find_function(self, ref: str, origin: Optional[FileFacts] = None,
+                      load: bool = True) -> Optional[tuple[FileFacts, FunctionFacts]]:
+        """The module-level function a dotted reference names (its summary), through re-exports."""
+        found = self._find(ref, origin, 0, load, _function_named)
+        return found  # type: ignore[return-value]
+
+    def _find(self, ref: str, origin: Optional[FileFacts], depth: int, load: bool,
+              get: Callable[[FileFacts, str], object]) -> Optional[tuple[FileFacts, object]]:
+        """Memoised: star imports and re-exports form graphs (torch's ``from x import *`` chains)
+        in which an unmemoised search is exponential. A negative answer without loading holds
+        only until another file is read."""
+        if depth == 0:
+            self._steps, self._reads_at_start = 0, len(self.modules)
+        self._steps += 1
+        if not ref or depth > 8 or self._steps > SEARCH_STEPS:
             return None
+        if ref.startswith(_KNOWN_BY_NAME):
+            load = False
+        key = (ref, origin.path if origin is not None and "." not in ref else "", get.__name__, load)
+        known = self._found.get(key)
+        if known is not None and (known[1] is not None or load or known[0] == len(self.modules)):
+            return known[1]
+        self._found[key] = (len(self.modules), None)  # cycle guard
+        found = self._search(ref, origin, depth, load, get)
+        self._found[key] = (len(self.modules), found)
+        return found
+
+    def _search(self, ref: str, origin: Optional[FileFacts], depth: int, load: bool,
+                get: Callable[[FileFacts, str], object]) -> Optional[tuple[FileFacts, object]]:
         if "." not in ref:
-            return self._find_unqualified(ref, origin, depth, load)
+            if origin is None:
+                return None
+            found = get(origin, ref)
+            if found is not None:
+                return origin, found
+            return self._through_stars(origin, ref, depth, load, get)
         parts = ref.split(".")
         for cut in range(len(parts) - 1, 0, -1):
             name = ".".join(parts[:cut])
@@ -107,18 +166,31 @@ class ProjectIndex:
             if facts is None:
                 continue
             qualname = ".".join(parts[cut:])
-            cls = facts.class_named(qualname)
-            if cls is not None:
-                return ClassRef(facts, cls)
+            found = get(facts, qualname)
+            if found is not None:
+                return facts, found
             reexport = dict(facts.imports).get(parts[cut])
             if reexport is not None and reexport != ref:
                 rest = ".".join(parts[cut + 1:])
-                return self.find_class(f"{reexport}.{rest}" if rest else reexport, facts, depth + 1, load)
-            for star in (target for name, target in facts.imports if name == "*"):
-                found = self.find_class(f"{star}.{qualname}", facts, depth + 1, load)
-                if found is not None:
-                    return found
-            return None
+                return self._find(f"{reexport}.{rest}" if rest else reexport, facts, depth + 1, load, get)
+            return self._through_stars(facts, qualname, depth, load, get)
+        return None
+
+    def _through_stars(self, facts: FileFacts, name: str, depth: int, load: bool,
+                       get: Callable[[FileFacts, str], object]) -> Optional[tuple[FileFacts, object]]:
+        """``name`` through the file's ``from M import *`` imports. Packages such as transformers
+        star-import every model subpackage, so the stars whose module resembles the name are
+        tried first (``encodec`` for ``EncodecModel``: an order, never a verdict) and at most
+        ``STAR_READS`` files are read for one name; past that the name counts as unresolved."""
+        squashed = name.rpartition(".")[2].lower()
+        stars = sorted((target for key, target in facts.imports if key == "*"),
+                       key=lambda star: star.rpartition(".")[2].replace("_", "").lower() not in squashed)
+        for star in stars:
+            if load and len(self.modules) - self._reads_at_start > STAR_READS:
+                return None
+            hit = self._find(f"{star}.{name}", facts, depth + 1, load, get)
+            if hit is not None:
+                return hit
         return None
 
     def find_constructed(self, ref: str, origin: Optional[FileFacts] = None) -> Optional[ClassRef]:
@@ -130,21 +202,9 @@ class ProjectIndex:
                 return found
         return None
 
-    def _find_unqualified(self, name: str, origin: Optional[FileFacts], depth: int,
-                          load: bool) -> Optional[ClassRef]:
-        if origin is None:
-            return None
-        cls = origin.class_named(name)
-        if cls is not None:
-            return ClassRef(origin, cls)
-        for star in (target for key, target in origin.imports if key == "*"):
-            found = self.find_class(f"{star}.{name}", origin, depth + 1, load)
-            if found is not None:
-                return found
-        return None
-
     # -- module-ness -----------------------------------------------------------------------
-    def is_module_ref(self, ref: str, origin: Optional[FileFacts] = None, load: bool = True) -> Optional[bool]:
+    def is_module_ref(self, ref: str, origin: Optional[FileFacts] = None, load: bool = True,
+                      depth: int = 0) -> Optional[bool]:
         """True: an nn.Module class; False: known not to be one; None: cannot tell (or, with
         ``load=False``, cannot tell without reading another file)."""
         if not ref:
@@ -159,6 +219,10 @@ class ProjectIndex:
         found = self.find_class(ref, origin, load=load)
         if found is not None:
             return self.is_module_class(found)
+        function = self.find_function(ref, origin, load=load) if depth < 4 else None
+        if function is not None:  # a factory: what it builds and returns
+            built = [self.is_module_ref(b, function[0], load, depth + 1) for b in function[1].builds]
+            return True if True in built else (False if built and all(v is False for v in built) else None)
         if not load:
             return None
         if head.split(".", 1)[0] == "torch" or (not head and ref in _BUILTINS):
@@ -205,18 +269,19 @@ class ProjectIndex:
         self._mro_cache[key] = order
         return order
 
-    def subclasses(self, ref: ClassRef) -> list[ClassRef]:
-        """Analysed classes that have ``ref`` among their bases (any depth).
+    def subclasses(self, ref: ClassRef, siblings: bool = False) -> list[ClassRef]:
+        """Classes that have ``ref`` among their bases (any depth), among the files read so far;
+        ``siblings``: after reading the other modules of ``ref``'s package (class-hierarchy
+        analysis of an abstract method: its implementations usually sit next to it).
 
         Candidates are found by the last name of their bases first, so only classes that can
         be subclasses get their bases resolved (resolving may read other files)."""
+        if siblings:
+            self._read_siblings(ref.file)
         if self._subclasses is None:
-            by_name: dict[str, list[ClassRef]] = {}
-            for facts in self.files.values():
-                for cls in facts.classes:
-                    for base in cls.bases:
-                        by_name.setdefault(base.rpartition(".")[2], []).append(ClassRef(facts, cls))
-            self._subclasses = by_name
+            self._subclasses = {}
+            for facts in {id(f): f for f in [*self.files.values(), *self.modules.values()] if f}.values():
+                self._index_bases(facts)
         found: list[ClassRef] = []
         seen = {ref.key}
         frontier = [ref]
@@ -230,6 +295,34 @@ class ProjectIndex:
                     found.append(candidate)
                     frontier.append(candidate)
         return found
+
+    def _index_bases(self, facts: FileFacts) -> None:
+        assert self._subclasses is not None
+        for cls in facts.classes:
+            for base in cls.bases:
+                self._subclasses.setdefault(base.rpartition(".")[2], []).append(ClassRef(facts, cls))
+
+    def _read_siblings(self, facts: FileFacts) -> None:
+        package = facts.module.rpartition(".")[0] if not facts.path.endswith("__init__.py") else facts.module
+        if not facts.module or package in self._siblings_read:
+            return
+        self._siblings_read.add(package)
+        directory = Path(facts.path).parent
+        for path in sorted(directory.glob("*.py")) if directory.is_dir() else ():
+            name = f"{package}.{path.stem}" if path.stem != "__init__" else package
+            if name not in self.modules:
+                self.module(name)
+
+    def is_complete(self, ref: ClassRef) -> bool:
+        """Are all of the class's bases known (read, or torch's and the builtins' own)? If not,
+        a method it lacks may come from a base that could not be read."""
+        for item in self.mro(ref):
+            for base in item.cls.bases:
+                if base.split(".", 1)[0] == "torch" or base in _BUILTINS or base in _TYPING_BASES:
+                    continue
+                if self.find_class(base, item.file, load=False) is None:
+                    return False
+        return True
 
     def is_module_mixin(self, ref: ClassRef) -> bool:
         """A plain class that an analysed nn.Module subclass inherits (e.g. GenerationMixin)."""

@@ -3,7 +3,9 @@
 Bases and decorators are resolved through the file's imports (``Names``). A function defined
 anywhere in a class body (also under ``if``/``try``) is a method. An attribute's sources are the
 class-level annotations (``enc: nn.Module``) and what methods assign to ``self.<attr>``
-(``entry_uses``). Nested classes are classes too, named ``Outer.Inner`` or ``f.<locals>.Inner``.
+(``entry_uses``). A function assigned in a class body (``decode = decode_function``) is a method of
+kind ``alias`` that hands self to the function. Nested classes are classes too, named
+``Outer.Inner`` or ``f.<locals>.Inner``.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from typing import Any
 import libcst as cst
 
 from lint_rules.facts.entry_uses import MethodBody, method_kind
-from lint_rules.facts.model import SRC_ANNOTATION, ClassFacts, MethodFacts, Source
+from lint_rules.facts.model import PASS_CALL, SRC_ANNOTATION, ClassFacts, MethodFacts, Source, Use
 from lint_rules.facts.traversal import Collector, Scope
 from lint_rules.facts.walk import dotted_name
 
@@ -26,6 +28,7 @@ class _Class:
     methods: list[cst.FunctionDef] = field(default_factory=list)
     decorators: dict[cst.FunctionDef, tuple[str, ...]] = field(default_factory=dict)
     annotations: list[tuple[str, Source]] = field(default_factory=list)
+    aliases: list[MethodFacts] = field(default_factory=list)  # `decode = decode_function`
 
 
 def _base_name(expr: cst.BaseExpression) -> str | None:
@@ -38,7 +41,7 @@ def _base_name(expr: cst.BaseExpression) -> str | None:
 class Classes(Collector):
     name = "classes"
     triggers = ("class",)
-    handlers = {cst.AnnAssign: "on_ann_assign"}
+    handlers = {cst.AnnAssign: "on_ann_assign", cst.Assign: "on_assign"}
     after = ("entry_uses",)
 
     def __init__(self, walk: Any) -> None:
@@ -65,6 +68,18 @@ class Classes(Collector):
             record = self.by_node[scope.node]  # type: ignore[index]
             record.annotations.append((node.target.value, Source(SRC_ANNOTATION, ref)))
 
+    def on_assign(self, node: cst.Assign, scope: Scope) -> None:
+        """``decode = decode_function`` in a class body: a method that hands self to the function."""
+        if scope.kind != "class" or len(node.targets) != 1 or not isinstance(node.targets[0].target, cst.Name):
+            return
+        dotted = dotted_name(node.value) if isinstance(node.value, (cst.Name, cst.Attribute)) else None
+        if dotted is None or dotted in ("None", "True", "False"):
+            return
+        name = node.targets[0].target.value
+        use = Use(PASS_CALL, "", 0, f"{dotted}(self, ...)", f"{self.walk.names.resolve(dotted)}#0")
+        self.by_node[scope.node].aliases.append(  # type: ignore[index]
+            MethodFacts(name=name, line=0, col=0, kind="alias", decorators=(), uses=(use,)))
+
     def finish(self, results: dict[str, dict[str, Any]]) -> dict[str, Any]:
         bodies: dict[cst.FunctionDef, MethodBody] = results.get("entry_uses", {}).get("_bodies", {})
         classes = []
@@ -81,9 +96,13 @@ class Classes(Collector):
                 methods.append(MethodFacts(name=node.name.value, line=line, col=col, kind=kind,
                                            decorators=decorators, uses=body.uses if body else (),
                                            returns=body.returns if body else (),
-                                           generator=body.generator if body else False))
+                                           generator=body.generator if body else False,
+                                           abstract=body.abstract if body else False,
+                                           builds=body.builds if body else ()))
                 for name, sources in body.attrs if body else ():
                     merged.setdefault(name, []).extend(sources)
+            defined = {method.name for method in methods}
+            methods.extend(alias for alias in record.aliases if alias.name not in defined)
             classes.append(ClassFacts(qualname=record.qualname, bases=record.bases, methods=tuple(methods),
                                       attrs=tuple((k, tuple(dict.fromkeys(v))) for k, v in merged.items())))
         return {"classes": tuple(classes)}

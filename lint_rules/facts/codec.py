@@ -10,19 +10,21 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from lint_rules.facts.model import ClassFacts, FileFacts, Mark, MethodFacts, Source, Use, WrapSite, WrappedCall
+from lint_rules.facts.model import (
+    ClassFacts, FileFacts, FunctionFacts, Mark, MethodFacts, Source, Use, WrapSite, WrappedCall,
+)
 
-FORMAT = 3
+FORMAT = 4
 
 
 def _method(m: MethodFacts) -> list[Any]:
     return [m.name, m.line, m.col, m.kind, m.decorators, [[u.kind, u.name, u.line, u.text, u.method] for u in m.uses],
-            m.returns, m.generator]
+            m.returns, m.generator, m.abstract, m.builds]
 
 
 def _method_from(row: list[Any]) -> MethodFacts:
     return MethodFacts(row[0], row[1], row[2], row[3], tuple(row[4]), tuple(Use(*u) for u in row[5]), tuple(row[6]),
-                       bool(row[7]))
+                       bool(row[7]), bool(row[8]), tuple(row[9]))
 
 
 def encode(facts: FileFacts) -> str:
@@ -35,7 +37,7 @@ def encode(facts: FileFacts) -> str:
         [[m.name, m.line, m.col, m.via, m.receiver, m.cls, m.site] for m in facts.marks],
         facts.noqa,
         facts.quoted,
-        [[position, _method(function)] for position, function in facts.delegates],
+        [[f.name, f.params, [_method(m) for m in f.runs], f.builds] for f in facts.functions],
         [[w.kind, w.var, w.cls, w.line, w.scope, w.called, w.inline] for w in facts.wrap_sites],
         [[c.method, c.line, c.col, c.text, c.site] for c in facts.wrapped_calls],
         facts.parsed,
@@ -44,7 +46,7 @@ def encode(facts: FileFacts) -> str:
 
 def decode(text: str, path: str) -> FileFacts:
     """Raises ``ValueError`` (or ``TypeError``/``IndexError``) on anything that is not ours."""
-    (module, imports, classes, marks, noqa, quoted, delegates, wrap_sites, calls, parsed) = json.loads(text)
+    (module, imports, classes, marks, noqa, quoted, functions, wrap_sites, calls, parsed) = json.loads(text)
     return FileFacts(
         path=path,
         module=module,
@@ -55,7 +57,8 @@ def decode(text: str, path: str) -> FileFacts:
         marks=tuple(Mark(*row) for row in marks),
         noqa=tuple((line, codes) for line, codes in noqa),
         quoted=tuple(quoted),
-        delegates=tuple((position, _method_from(m)) for position, m in delegates),
+        functions=tuple(FunctionFacts(name, tuple(params), tuple(_method_from(m) for m in runs), tuple(builds))
+                        for name, params, runs, builds in functions),
         wrap_sites=tuple(WrapSite(k, v, c, line, scope, tuple(called), inline)
                          for k, v, c, line, scope, called, inline in wrap_sites),
         wrapped_calls=tuple(WrappedCall(*row) for row in calls),

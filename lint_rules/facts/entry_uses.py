@@ -1,26 +1,31 @@
 """Collector ``entry_uses``: what each method body does that may be module computation.
 
 Per method (nested functions, lambdas and comprehensions included): the uses (``self(...)``,
-``self.enc(x)``, ``self.vae.encode(x)``, ``helper(self)``...), local aliases of submodules, what is
-assigned to ``self.<attr>``, and which attributes it returns. Module-level functions that a method
-passes ``self`` to are read afterwards with that parameter standing for ``self`` (delegates).
+``self.enc(x)``, ``self.vae.encode(x)``, ``helper(self.model)``...), local aliases of self and of
+submodules (either branch of a conditional), what is assigned to ``self.<attr>`` or put into a
+container attribute, which attributes it returns and what it builds and returns. Per module-level
+function: a summary of which parameters it uses as modules, read with each standing for ``self``,
+so that a method in any file that hands it ``self`` or a submodule is judged by it.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Callable, Optional
+from typing import Any, Callable, Optional, Sequence
 
 import libcst as cst
 
 from lint_rules import contract
 from lint_rules.facts.model import (
-    ATTR_CALL, DELEGATE_CALL, DYNAMIC_CALL, RESULT_CALL, SELF_CALL, SRC_ATTR, SRC_CALL, SRC_MODULE, SRC_NOT_MODULE,
-    SRC_PARAM, SRC_PARAM_CALL, SRC_UNKNOWN, SUB_CALL, SUB_METHOD, SUB_RESULT, SUPER_CALL, MethodFacts, Source, Use,
+    ATTR_CALL, DYNAMIC_CALL, ELEMENT_METHOD, PASS_CALL, RESULT_CALL, RESULT_METHOD, SELF_CALL, SRC_ATTR, SRC_CALL, SRC_ELEMENT,
+    SRC_MODULE, SRC_NOT_MODULE, SRC_PARAM, SRC_PARAM_CALL, SRC_REF, SRC_RESULT, SRC_UNKNOWN, SUB_CALL, SUB_METHOD,
+    SUB_RESULT, SUPER_CALL, FunctionFacts, MethodFacts, Source, Use,
 )
 from lint_rules.facts.names import Names
 from lint_rules.facts.traversal import Collector, FileWalk, Scope
-from lint_rules.facts.walk import dotted_name, is_super_call, is_type_of, render_chain, split_chain, string_value
+from lint_rules.facts.walk import (
+    LEAVES, child_nodes, dotted_name, is_super_call, is_type_of, render_chain, split_chain, string_value,
+)
 
 # Functions that run the module or callable given as their first argument.
 _RUNS_ARGUMENT = frozenset({
@@ -35,6 +40,12 @@ _CALL_NAMES = frozenset({"forward", "__call__"})
 _ELEMENT_METHODS = frozenset({"values", "children", "modules"})
 _PAIR_METHODS = frozenset({"items", "named_children", "named_modules"})
 _PASSTHROUGH_FUNCS = frozenset({"reversed", "list", "tuple", "iter", "sorted"})
+# Calls that hand a module over without running it, or builtins: no summary to look up.
+_NOT_PASSING = frozenset(dir(__import__("builtins"))) | {"super"}
+_CONTAINERS = frozenset({"ModuleList", "ModuleDict", "Sequential"})
+_ADD_ELEMENT = frozenset({"append", "extend", "insert", "add_module"})
+_PARTIAL = frozenset({"functools.partial", "partial"})
+_CALLS_FIRST = frozenset({"partial", "map"})  # builtins and functools that call (or bind to call) their first argument
 _NOT_MODULE_NODES = (
     cst.Integer, cst.Float, cst.Imaginary, cst.SimpleString, cst.ConcatenatedString,
     cst.FormattedString, cst.Lambda, cst.List, cst.Tuple, cst.Dict, cst.Set, cst.ListComp,
@@ -53,20 +64,25 @@ class MethodScan:
         self.params = params
         self.uses: list[tuple[cst.CSTNode, Use]] = []
         self.local_calls: list[tuple[cst.Call, str, tuple[Optional[str], ...], Callable[[str], str]]] = []
-        # local name -> ("attr"|"sub"|"self"|"result"|"dynamic", attribute or getter name)
-        self.bindings: dict[str, tuple[str, str]] = {}
+        # local name -> what it may stand for: ("attr"|"sub"|"self"|"result"|"dynamic", attribute or getter)
+        self.bindings: dict[str, tuple[tuple[str, str], ...]] = {}
         self.locals: dict[str, list[cst.BaseExpression]] = {}
         self.assigned: list[tuple[str, Optional[cst.BaseExpression]]] = []  # self.<attr> = expr
+        self.elements: list[tuple[str, cst.BaseExpression]] = []  # self.<attr>.append(expr)
+        self.local_elements: dict[str, list[cst.BaseExpression]] = {}  # layers.append(expr)
         self.registered: list[str] = []
         self.returns: list[str] = []  # attributes returned as `return self.<attr>...`
+        self.builds: list[str] = []  # `return X(...)`: what X resolves to
 
     @classmethod
-    def for_function(cls, names: Names, node: cst.FunctionDef, kind: str, self_position: int = 0) -> "MethodScan":
+    def for_function(cls, names: Names, node: cst.FunctionDef, kind: str,
+                     self_param: Optional[str] = "") -> "MethodScan":
+        """``self_param``: the parameter that stands for self ("": the first positional one)."""
         params = node.params
         positional = [*params.posonly_params, *params.params]
-        self_name = None
-        if kind not in ("staticmethod", "classmethod") and self_position < len(positional):
-            self_name = positional[self_position].name.value
+        self_name = self_param or None
+        if self_param == "" and kind not in ("staticmethod", "classmethod") and positional:
+            self_name = positional[0].name.value
         all_params = [*positional, *params.kwonly_params]
         for extra in (params.star_arg, params.star_kwarg):
             if isinstance(extra, cst.Param):
@@ -86,10 +102,18 @@ class MethodScan:
             self.on_assign(node.target, node.value)
 
     def on_return(self, node: cst.Return) -> None:
-        if node.value is not None:
-            root, steps = split_chain(node.value)
-            if self.is_self(root) and steps and steps[0] is not None:
-                self.returns.append(steps[0])
+        value = node.value
+        if value is None:
+            return
+        root, steps = split_chain(value)
+        if self.is_self(root) and steps and steps[0] is not None:
+            self.returns.append(steps[0])
+        if isinstance(value, cst.Name) and len(self.locals.get(value.value, ())) == 1:
+            value = self.locals[value.value][0]
+        if isinstance(value, cst.Call):
+            dotted = dotted_name(value.func)
+            if dotted is not None and dotted.split(".", 1)[0] != self.self_name:
+                self.builds.append(self.names.resolve(dotted))
 
     def on_assign(self, target: cst.BaseExpression, value: Optional[cst.BaseExpression]) -> None:
         """``value`` None: assigned something the file does not spell out (tuple unpacking)."""
@@ -101,29 +125,39 @@ class MethodScan:
             return
         if isinstance(target, cst.Name) and value is not None:
             self.locals.setdefault(target.value, []).append(value)
-            binding = self.binding_of(value)
-            if binding is not None:
-                self.bindings[target.value] = binding
+            bindings = self.binding_of(value)
+            if bindings:
+                self.bindings[target.value] = bindings
         elif isinstance(target, cst.Attribute) and self.is_self(target.value):
             self.assigned.append((target.attr.value, value))
 
-    def binding_of(self, value: cst.BaseExpression) -> Optional[tuple[str, str]]:
-        """What a local name assigned ``value`` stands for, when it is a piece of self."""
+    def binding_of(self, value: cst.BaseExpression, depth: int = 0) -> tuple[tuple[str, str], ...]:
+        """What a local name assigned ``value`` may stand for, when it is a piece of self
+        (``model = self if fsdp is None else fsdp``: either branch)."""
+        if isinstance(value, cst.IfExp) and depth < 4:
+            return self.binding_of(value.body, depth + 1) + self.binding_of(value.orelse, depth + 1)
+        if isinstance(value, cst.BooleanOperation) and depth < 4:
+            return self.binding_of(value.left, depth + 1) + self.binding_of(value.right, depth + 1)
+        value = self.unwrap_self(value)
         root, steps = split_chain(value)
+        if self.is_self(root) and not steps:
+            return (("this", ""),)
         if self.is_self(root) and steps and steps[0] is not None:
             if len(steps) == 1:
-                return ("attr", steps[0])
-            return ("sub", steps[0]) if steps[-1] is None else None
+                return (("attr", steps[0]),)
+            return (("sub", steps[0]),)
+        if isinstance(root, cst.Name) and root.value in self.bindings and not steps:
+            return self.bindings[root.value]
         if isinstance(root, cst.Call) and not steps:
             func = root.func
             if isinstance(func, cst.Name) and func.value == "getattr" and len(root.args) >= 2 and (
                     self.is_self(root.args[0].value) or is_type_of(root.args[0].value, self.self_name)):
                 attr = string_value(root.args[1].value)
-                return ("attr", attr) if attr else ("dynamic", "")
+                return (("attr", attr),) if attr else (("dynamic", ""),)
             inner_root, inner_steps = split_chain(func)
             if self.is_self(inner_root) and len(inner_steps) == 1 and inner_steps[0]:
-                return ("result", inner_steps[0])
-        return None
+                return (("result", inner_steps[0]),)
+        return ()
 
     # -- calls -----------------------------------------------------------------------------
     def is_self(self, expr: cst.BaseExpression) -> bool:
@@ -142,18 +176,76 @@ class MethodScan:
             attr = string_value(call.args[1].value)
             if attr:
                 self.assigned.append((attr, call.args[2].value))
+        elif name in _ADD_ELEMENT and isinstance(func, cst.Attribute) and call.args:
+            root, steps = split_chain(func.value)
+            if self.is_self(root) and len(steps) == 1 and steps[0] is not None:
+                self.elements.append((steps[0], call.args[-1].value))
+            elif isinstance(root, cst.Name) and not steps:
+                self.local_elements.setdefault(root.value, []).append(call.args[-1].value)
+        if name in _CALLS_FIRST and call.args and not call.args[0].keyword and self.is_self(call.args[0].value):
+            self.add(call, Use(SELF_CALL, "", 0, f"{name}({self.self_name}, ...)"))  # made to be called
         if name in _RUNS_ARGUMENT:
             target = _run_target(call)
             if target is not None:
                 self.classify_callee(call, self.unwrap_self(target), lambda text: f"{name}({text}, ...)")
+        else:
+            self.passes(call)
         self.classify_callee(call, func, lambda text: text + "(...)")
-        if isinstance(func, cst.Name) and func.value not in self.params and func.value not in self.bindings:
-            for position, arg in enumerate(call.args):
-                if arg.keyword is not None or arg.star:
-                    break
-                if self.is_self(arg.value):
-                    self.add(call, Use(DELEGATE_CALL, func.value, 0, f"{func.value}(self, ...)", str(position)))
-                    break
+
+    def passes(self, call: cst.Call) -> None:
+        """``fn(self.model, ...)``, ``generate_fn(model=self)``, ``partial(fn, self.enc)``: self or a
+        submodule handed to a function; whether it runs it is the function's summary's to say."""
+        func, args = call.func, list(call.args)
+        ref = self.callee_ref(func)
+        if ref in _PARTIAL and args and not args[0].keyword and not args[0].star:
+            func, args = args[0].value, args[1:]
+            ref = self.callee_ref(func)
+        if ref is None:
+            return
+        position = 0
+        for arg in args:
+            if arg.star:
+                break  # positions past *args are unknown
+            slot = arg.keyword.value if arg.keyword is not None else str(position)
+            position += arg.keyword is None
+            piece = self.piece_of_self(arg.value)
+            if piece is not None:
+                shown = f"self.{piece}" if piece else "self"
+                text = f"{dotted_name(func)}({slot + '=' if arg.keyword is not None else ''}{shown}, ...)"
+                self.add(call, Use(PASS_CALL, piece, 0, text, f"{ref}#{slot}"))
+
+    def callee_ref(self, func: cst.BaseExpression) -> Optional[str]:
+        """The function a call calls, resolved through imports; None for methods of self,
+        parameters, local names, builtins and torch (whose functions that run a module given
+        to them are ``_RUNS_ARGUMENT``)."""
+        dotted = dotted_name(func)
+        if dotted is None:
+            return None
+        head = dotted.split(".", 1)[0]
+        if head == self.self_name or head in self.params or head in self.bindings or (
+                head in self.locals and head not in self.names.imports):
+            return None
+        if "." not in dotted and dotted in _NOT_PASSING:
+            return None
+        ref = self.names.resolve(dotted)
+        return None if ref.split(".", 1)[0] == "torch" else ref
+
+    def piece_of_self(self, expr: cst.BaseExpression) -> Optional[str]:
+        """"" for self, the attribute for ``self.enc``/``self.blocks[i]`` or an alias of one."""
+        root, steps = split_chain(self.unwrap_self(expr))
+        if self.is_self(root):
+            if not steps:
+                return ""
+            if steps[0] is not None and all(step is None for step in steps[1:]):
+                return steps[0]
+            return None
+        if isinstance(root, cst.Name) and not steps:
+            for kind, attr in self.bindings.get(root.value, ()):
+                if kind == "this":
+                    return ""
+                if kind in ("attr", "sub"):
+                    return attr
+        return None
 
     def classify_callee(self, call: cst.Call, func: cst.BaseExpression, show: Callable[[str], str]) -> None:
         root, steps = split_chain(func)
@@ -166,7 +258,7 @@ class MethodScan:
             self.classify_self_chain(call, steps, show)
         elif steps == ("forward",) and call.func is func and call.args and self.is_self(call.args[0].value):
             self.add(call, Use(SELF_CALL, "", 0, show(f"{root.value}.forward") + " with self"))
-        elif not steps or None in steps or steps[-1] in _CALL_NAMES:
+        elif not steps or None in steps or steps[-1] in _CALL_NAMES or len(steps) == 1:
             self.local_calls.append((call, root.value, steps, show))
 
     def classify_call_result(self, call: cst.Call, inner: cst.Call, steps: tuple[Optional[str], ...],
@@ -186,6 +278,11 @@ class MethodScan:
                 self.classify_getattr(call, inner, show)
             return
         root, inner_steps = split_chain(func)
+        if self.is_self(root) and len(inner_steps) == 1 and inner_steps[0] and len(steps) == 1 \
+                and steps[0] is not None and steps[0] not in _CALL_NAMES:
+            text = show(render_chain("self", inner_steps) + "()." + steps[0])
+            self.add(call, Use(RESULT_METHOD, inner_steps[0], 0, text, method=steps[0]))
+            return
         if not self.is_self(root) or None in inner_steps or (steps and steps[-1] is not None
                                                              and steps[-1] not in _CALL_NAMES):
             return
@@ -210,16 +307,21 @@ class MethodScan:
             self.add(call, Use(DYNAMIC_CALL, "", 0, show("getattr(self, ...)")))
 
     def classify_self_chain(self, call: cst.Call, steps: tuple[Optional[str], ...],
-                            show: Callable[[str], str]) -> None:
-        text = show(render_chain("self", steps))
-        if not steps or steps in (("forward",), ("__call__",)) or steps[0] is None:
+                            show: Callable[[str], str], text: str = "") -> None:
+        text = text or show(render_chain("self", steps))
+        last = steps[-1] if steps else None
+        calls_it = not steps or last is None or last in _CALL_NAMES
+        if not steps or steps in (("forward",), ("__call__",)) or (steps[0] is None and calls_it):
             self.add(call, Use(SELF_CALL, "", 0, text))
         elif len(steps) == 1:
-            self.add(call, Use(ATTR_CALL, steps[0], 0, text))
-        elif steps[-1] is None or steps[-1] in _CALL_NAMES:
+            self.add(call, Use(ATTR_CALL, steps[0], 0, text))  # type: ignore[arg-type]
+        elif calls_it and steps[0] is not None:
             self.add(call, Use(SUB_CALL, steps[0], 0, text))
-        elif len(steps) == 2:
-            self.add(call, Use(SUB_METHOD, steps[0], 0, text, method=steps[1]))  # type: ignore[arg-type]
+        elif len(steps) == 2 and steps[0] is not None:
+            self.add(call, Use(SUB_METHOD, steps[0], 0, text, method=last))  # type: ignore[arg-type]
+        else:  # self.layers[i].decode(x), self.model.quantizer.decode(x), self[0].encode(x)
+            path = render_chain("", steps[:-1]).lstrip(".").replace("[...]", "[]")
+            self.add(call, Use(ELEMENT_METHOD, path, 0, text, method=last))  # type: ignore[arg-type]
 
     def add(self, node: cst.CSTNode, use: Use) -> None:
         self.uses.append((node, use))
@@ -248,8 +350,12 @@ class MethodScan:
             return ("self", "")
         if self.is_self(root) and steps and steps[0] is not None and all(s is None for s in steps[1:]):
             return ("sub", steps[0])
-        if isinstance(root, cst.Name) and not steps and root.value in self.bindings:
-            return ("sub", self.bindings[root.value][1])
+        if isinstance(root, cst.Name) and not steps:
+            for kind, attr in self.bindings.get(root.value, ()):
+                if kind in ("this", "self"):
+                    return ("self", "")
+                if kind in ("attr", "sub"):
+                    return ("sub", attr)
         return None
 
     def bind(self, target: cst.BaseExpression, shape: Shape) -> None:
@@ -257,29 +363,29 @@ class MethodScan:
             return
         leaf = isinstance(shape, tuple) and shape[:1] in (("sub",), ("self",))
         if isinstance(target, cst.Name) and leaf:
-            self.bindings[target.value] = shape  # type: ignore[assignment]
+            self.bindings[target.value] = (shape,)  # type: ignore[assignment]
         elif isinstance(target, (cst.Tuple, cst.List)) and isinstance(shape, tuple) and not leaf:
             for element, inner in zip(target.elements, shape):
                 self.bind(element.value, inner)
 
     def resolve_local_calls(self) -> None:
+        """Calls on local names bound to pieces of self, read as the chains they stand for
+        (``m = self.enc; m.encode(x)`` is ``self.enc.encode(x)``)."""
         for call, name, steps, show in self.local_calls:
-            binding = self.bindings.get(name)
-            if binding is None:
-                continue
-            kind, attr = binding
             text = show(render_chain(name, steps))
-            direct = not steps
-            if kind == "attr" and direct:
-                self.add(call, Use(ATTR_CALL, attr, 0, f"{text} with {name} = self.{attr}"))
-            elif kind in ("attr", "sub"):
-                self.add(call, Use(SUB_CALL, attr, 0, f"{text} with {name} from self.{attr}"))
-            elif kind == "self":
-                self.add(call, Use(SELF_CALL, "", 0, f"{text} with {name} a child of self"))
-            elif kind == "result" and direct:
-                self.add(call, Use(RESULT_CALL, attr, 0, f"{text} with {name} = self.{attr}()"))
-            elif kind == "dynamic" and direct:
-                self.add(call, Use(DYNAMIC_CALL, "", 0, f"{text} with {name} = getattr(self, ...)"))
+            for kind, attr in self.bindings.get(name, ()):
+                if kind == "this":
+                    self.classify_self_chain(call, steps, show, f"{text} with {name} = self")
+                elif kind == "attr":
+                    self.classify_self_chain(call, (attr, *steps), show, f"{text} with {name} = self.{attr}")
+                elif kind == "sub":
+                    self.classify_self_chain(call, (attr, None, *steps), show, f"{text} with {name} from self.{attr}")
+                elif kind == "self":
+                    self.classify_self_chain(call, (None, *steps), show, f"{text} with {name} a child of self")
+                elif kind == "result" and not steps:
+                    self.add(call, Use(RESULT_CALL, attr, 0, f"{text} with {name} = self.{attr}()"))
+                elif kind == "dynamic" and not steps:
+                    self.add(call, Use(DYNAMIC_CALL, "", 0, f"{text} with {name} = getattr(self, ...)"))
 
     # -- attribute sources -----------------------------------------------------------------
     def sources(self, value: Optional[cst.BaseExpression], depth: int = 0) -> list[Source]:
@@ -290,11 +396,12 @@ class MethodScan:
                 return []
             if value.value in ("True", "False"):
                 return [Source(SRC_NOT_MODULE)]
-            if value.value in self.params:
-                return [Source(SRC_PARAM, self.names.annotation_ref(self.params[value.value].annotation))]
+            assigned = [s for v in self.locals.get(value.value, ()) for s in self.sources(v, depth + 1)]
+            if value.value in self.params:  # and what the body may have put there instead (`m = m or M()`)
+                return [Source(SRC_PARAM, self.names.annotation_ref(self.params[value.value].annotation)), *assigned]
             if value.value in self.locals:
-                return [s for v in self.locals[value.value] for s in self.sources(v, depth + 1)]
-            return [Source(SRC_UNKNOWN)]
+                return assigned
+            return [Source(SRC_REF, self.names.resolve(value.value))]
         if isinstance(value, _NOT_MODULE_NODES):
             return [Source(SRC_NOT_MODULE)]
         if isinstance(value, cst.IfExp):
@@ -303,6 +410,11 @@ class MethodScan:
             return self.sources(value.left, depth + 1) + self.sources(value.right, depth + 1)
         if isinstance(value, cst.Attribute) and self.is_self(value.value):
             return [Source(SRC_ATTR, value.attr.value)]
+        if isinstance(value, cst.Attribute):
+            dotted = dotted_name(value)
+            if dotted is not None and dotted.split(".", 1)[0] not in (self.self_name, *self.params, *self.locals):
+                return [Source(SRC_REF, self.names.resolve(dotted))]
+            return [Source(SRC_UNKNOWN)]
         if isinstance(value, cst.Call):
             func = value.func
             if isinstance(func, cst.Name) and func.value in self.params:
@@ -315,9 +427,35 @@ class MethodScan:
             if dotted.rsplit(".", 1)[-1] in _COPY_FUNCS and value.args:
                 return self.sources(value.args[0].value, depth + 1)
             if dotted.split(".", 1)[0] == self.self_name:
-                return [Source(SRC_UNKNOWN)]
-            return [Source(SRC_CALL, self.names.resolve(dotted))]
+                return [Source(SRC_RESULT, dotted.split(".")[1])] if dotted.count(".") == 1 else [Source(SRC_UNKNOWN)]
+            ref = self.names.resolve(dotted)
+            found = [Source(SRC_CALL, ref)]
+            if ref.rpartition(".")[2] in _CONTAINERS:
+                found.extend(Source(SRC_ELEMENT, element) for element in self.built_in(value.args))
+            return found
         return [Source(SRC_UNKNOWN)]
+
+    def built_in(self, args: Sequence[cst.Arg], depth: int = 0) -> list[str]:
+        """Classes constructed in a container's arguments (``[Block() for _ in range(n)]``, a local
+        list appended to, a dict of them)."""
+        found: list[str] = []
+        stack: list[cst.CSTNode] = [arg.value for arg in args]
+        while stack:
+            node = stack.pop()
+            if isinstance(node, cst.Call):
+                dotted = dotted_name(node.func)
+                if dotted is not None and dotted.split(".", 1)[0] not in (self.self_name, *self.params):
+                    ref = self.names.resolve(dotted)
+                    if ref.rpartition(".")[2] not in _CONTAINERS:
+                        found.append(ref)
+                        continue
+                stack.extend(arg.value for arg in node.args)
+            elif isinstance(node, cst.Name) and depth < 2:
+                for value in [*self.locals.get(node.value, ()), *self.local_elements.get(node.value, ())]:
+                    found.extend(self.built_in([cst.Arg(value)], depth + 1))
+            elif not isinstance(node, cst.Lambda) and type(node) not in LEAVES:
+                stack.extend(child_nodes(node))
+        return found
 
 
 def _run_target(call: cst.Call) -> Optional[cst.BaseExpression]:
@@ -340,6 +478,8 @@ class MethodBody:
     returns: tuple[str, ...]
     attrs: tuple[tuple[str, tuple[Source, ...]], ...]  # self.<attr> -> what this method assigns
     generator: bool = False
+    abstract: bool = False
+    builds: tuple[str, ...] = ()
 
 
 _PROPERTY_DECORATORS = frozenset({"property", "cached_property", "setter", "getter", "deleter"})
@@ -350,8 +490,8 @@ def method_kind(decorators: tuple[str, ...]) -> str:
     kind = "method"
     for dec in decorators:
         last = dec.rsplit(".", 1)[-1]
-        if last in ("staticmethod", "classmethod"):
-            kind = last
+        if last.endswith(("staticmethod", "classmethod")):  # Lightning's `_restricted_classmethod` too
+            kind = "staticmethod" if last.endswith("staticmethod") else "classmethod"
         elif last in _PROPERTY_DECORATORS:
             kind = "property"
     return kind
@@ -372,14 +512,15 @@ def _relay(name: str) -> Callable[["EntryUses", Any, Scope], None]:
 class EntryUses(Collector):
     name = "entry_uses"
     triggers = ("class",)
+    resolve_triggers = ("def ",)  # a file read for another's sake: its functions may be handed modules
     handlers = {cst.Call: "on_call", cst.For: "on_for", cst.CompFor: "on_for", cst.Assign: "on_assign",
                 cst.AnnAssign: "on_ann_assign", cst.Return: "on_return", cst.Yield: "on_yield"}
 
     def __init__(self, walk: FileWalk) -> None:
         super().__init__(walk)
         self.scans: dict[cst.FunctionDef, tuple[str, MethodScan]] = {}  # method -> (kind, its scan)
-        self.functions: dict[str, cst.FunctionDef] = {}  # module-level functions
-        self.current: Optional[MethodScan] = None  # set while a delegate is read a second time
+        self.functions: dict[str, cst.FunctionDef] = {}  # module-level functions (the last of a name)
+        self.current: Optional[MethodScan] = None  # set while a function is read with a parameter as self
         self.generators: set[cst.FunctionDef] = set()  # methods whose own body yields
 
     def wants_expressions(self, scope: Scope) -> bool:
@@ -414,35 +555,50 @@ class EntryUses(Collector):
         bodies: dict[cst.FunctionDef, MethodBody] = {}
         for node, (kind, scan) in self.scans.items():
             bodies[node] = self._body(node, kind, scan)
-        return {"_bodies": bodies, "delegates": self._delegates(bodies)}
+        functions = tuple(self._function(node) for node in self.functions.values())
+        return {"_bodies": bodies, "functions": tuple(f for f in functions if f.runs or f.builds)}
 
     def _body(self, node: cst.FunctionDef, kind: str, scan: MethodScan) -> MethodBody:
         scan.resolve_local_calls()
         attrs = [(name, tuple(scan.sources(value))) for name, value in scan.assigned]
         attrs.extend((name, (Source(SRC_MODULE),)) for name in scan.registered)
+        attrs.extend((name, tuple(Source(SRC_ELEMENT, ref) for ref in scan.built_in([cst.Arg(value)])))
+                     for name, value in scan.elements)
+        abstract = _is_abstract(node, self.walk.names.decorators(node))
         return MethodBody(kind, self._located(node, kind, scan.uses), tuple(dict.fromkeys(scan.returns)),
-                          tuple(attrs), node in self.generators)
+                          tuple(attrs), node in self.generators, abstract, tuple(dict.fromkeys(scan.builds)))
 
-    def _delegates(self, bodies: dict[cst.FunctionDef, MethodBody]) -> tuple[tuple[int, MethodFacts], ...]:
-        """Read the module-level functions that methods pass ``self`` to, with that parameter
-        standing for self (SpeechT5's ``generate`` is ``return _generate_speech(self, ...)``)."""
-        wanted = {(use.name, int(use.method)) for body in bodies.values() for use in body.uses
-                  if use.kind == DELEGATE_CALL}
-        found = []
-        for name, position in sorted(wanted):
-            fn = self.functions.get(name)
-            if fn is None or position >= len([*fn.params.posonly_params, *fn.params.params]):
+    def _function(self, fn: cst.FunctionDef) -> FunctionFacts:
+        """A module-level function's summary: for each parameter it uses as a module, its body read
+        with that parameter standing for self (so SpeechT5's ``_generate_speech(self, ...)`` and
+        ``generate_fn(model=self.model)`` are read once, where they are defined)."""
+        params = fn.params
+        names = [p.name.value for p in (*params.posonly_params, *params.params, *params.kwonly_params)]
+        candidates, returned = _module_candidates(fn, set(names))
+        runs = []
+        builds: list[str] = []
+        for index, name in enumerate(names):
+            if name not in candidates or name == "cls":  # `cls(...)` builds an instance, runs nothing
                 continue
-            scan = self.current = MethodScan.for_function(self.walk.names, fn, "method", position)
+            scan = self.current = MethodScan.for_function(self.walk.names, fn, "method", name)
             try:
                 self.walk.expressions([fn.body], Scope("function", fn, None, ""), only=self)
             finally:
                 self.current = None
             scan.resolve_local_calls()
-            line, col = self.walk.def_position(fn)
-            kind = f"delegate:{position}"  # distinct per position: analysed once per self parameter
-            found.append((position, MethodFacts(name, line, col, kind, (), self._located(fn, "method", scan.uses))))
-        return tuple(found)
+            builds.extend(scan.builds)
+            if scan.uses:
+                line, col = self.walk.def_position(fn)
+                runs.append(MethodFacts(fn.name.value, line, col, f"param:{index}", (),
+                                        self._located(fn, "method", scan.uses)))
+        if not runs and returned:  # no parameter is a module: read the returns alone
+            scan = MethodScan.for_function(self.walk.names, fn, "method", None)
+            for node in returned:
+                scan.on_return(node)
+            builds.extend(scan.builds)
+        if fn.returns is not None:
+            builds.append(self.walk.names.annotation_ref(fn.returns))
+        return FunctionFacts(fn.name.value, tuple(names), tuple(runs), tuple(b for b in dict.fromkeys(builds) if b))
 
     def _located(self, fn: cst.FunctionDef, kind: str, uses: list[tuple[cst.CSTNode, Use]]) -> tuple[Use, ...]:
         """Give lines to the uses that can end an evidence chain: the first of each distinct use
@@ -462,3 +618,51 @@ class EntryUses(Collector):
             dataclasses.replace(use, line=found[node][0] + offset) if node in found else use
             for node, use in uses
         )
+
+
+def _module_candidates(fn: cst.FunctionDef, params: set[str]) -> tuple[set[str], list[cst.Return]]:
+    """Parameters the body may use as modules (called, a method of them called, iterated or
+    handed to another call), and its return statements: one cheap pass before the real scans."""
+    found: set[str] = set()
+    returns: list[cst.Return] = []
+    stack: list[cst.CSTNode] = [fn.body]
+    while stack:
+        node = stack.pop()
+        kind = type(node)
+        if kind in LEAVES or kind is cst.ClassDef:
+            continue
+        if kind is cst.Call:
+            root = split_chain(node.func)[0]  # type: ignore[attr-defined]
+            if isinstance(root, cst.Name) and root.value in params:
+                found.add(root.value)
+            for arg in node.args:  # type: ignore[attr-defined]
+                inner = split_chain(arg.value)[0]
+                if isinstance(inner, cst.Name) and inner.value in params:
+                    found.add(inner.value)
+        elif kind is cst.For or kind is cst.CompFor:
+            root = split_chain(node.iter)[0]  # type: ignore[attr-defined]
+            if isinstance(root, cst.Name) and root.value in params:
+                found.add(root.value)
+        elif kind is cst.Return:
+            returns.append(node)  # type: ignore[arg-type]
+        stack.extend(child_nodes(node))
+    return found, returns
+
+
+def _is_abstract(node: cst.FunctionDef, decorators: tuple[str, ...]) -> bool:
+    """``@abstractmethod``, or a body that does nothing but document, pass or raise NotImplementedError."""
+    if any(d.rpartition(".")[2] == "abstractmethod" for d in decorators):
+        return True
+    body = node.body.body if isinstance(node.body, cst.IndentedBlock) else node.body.body
+    for stmt in body:
+        smalls = stmt.body if isinstance(stmt, cst.SimpleStatementLine) else (stmt,)
+        for small in smalls:
+            if isinstance(small, cst.Pass) or (isinstance(small, cst.Expr) and isinstance(
+                    small.value, (cst.SimpleString, cst.ConcatenatedString, cst.Ellipsis))):
+                continue
+            if isinstance(small, cst.Raise) and small.exc is not None and (
+                    dotted_name(small.exc.func if isinstance(small.exc, cst.Call) else small.exc) or ""
+            ).endswith("NotImplementedError"):
+                continue
+            return False
+    return True

@@ -25,9 +25,10 @@ COLLECTORS: tuple[type[Collector], ...] = (EntryUses, Classes, ModelFlow)
 __all__ = ["COLLECTORS", "extract", "wanted"]
 
 
-def wanted(source: str, collectors: Sequence[type[Collector]] = COLLECTORS) -> list[type[Collector]]:
+def wanted(source: str, collectors: Sequence[type[Collector]] = COLLECTORS,
+           resolving: bool = False) -> list[type[Collector]]:
     """The collectors that this text can give anything (the text prefilter)."""
-    return [kind for kind in collectors if kind.wanted(source)]
+    return [kind for kind in collectors if kind.wanted(source, resolving)]
 
 
 def extract(source: str, path: str, module: str = "", is_package: bool = False, locate: bool = True,
@@ -36,7 +37,7 @@ def extract(source: str, path: str, module: str = "", is_package: bool = False, 
 
     ``locate=False`` is for files read only to resolve names: evidence lines stay 0, and the file
     is parsed even if no collector wants it (its imports may re-export what another file needs)."""
-    active = wanted(source)
+    active = wanted(source, resolving=not locate)
     if not active and tree is None and locate:
         return FileFacts(path=path, module=module, imports=(), classes=(), marks=(), parsed=False)
     if tree is None:
@@ -45,7 +46,7 @@ def extract(source: str, path: str, module: str = "", is_package: bool = False, 
     fields = walk.run(tree)
     return FileFacts(path=path, module=module, imports=walk.names.as_facts(), classes=fields.get("classes", ()),
                      marks=fields.get("marks", ()), noqa=noqa_lines(source),
-                     quoted=_quoted_private(source), delegates=fields.get("delegates", ()),
+                     quoted=_quoted_private(source), functions=fields.get("functions", ()),
                      wrap_sites=fields.get("wrap_sites", ()), wrapped_calls=fields.get("wrapped_calls", ()))
 
 

@@ -19,7 +19,11 @@ SUB_CALL = "sub"  # self.name.forward(...), self.name[i](...), loop/alias over s
 SUB_METHOD = "submethod"  # self.name.meth(...): computation if meth computes on name's class
 RESULT_CALL = "result"  # self.name()(...): calls what method `name` returns (get_encoder()(x))
 SUB_RESULT = "subresult"  # self.name.meth()(...): calls what a submodule's method returns
-DELEGATE_CALL = "delegate"  # helper(self, ...): a function of the same file that gets self; method = position
+PASS_CALL = "pass"  # fn(self.enc, ...): hands self ("" name) or a submodule to a function; method = "ref#slot"
+# self.layers[i].meth(...), `for l in self.layers: l.meth(...)`, self.a.b.meth(...): name is the path
+# ("layers[]", "a.b", "[]" for a child of self)
+ELEMENT_METHOD = "elemmethod"
+RESULT_METHOD = "resultmethod"  # self.getter().meth(...): name is the getter
 DYNAMIC_CALL = "dynamic"  # getattr(self, computed_name)(...): dispatch by a name quoted in the file
 
 # Kinds of `Source`, i.e. of values assigned to a ``self.<attr>``.
@@ -29,6 +33,9 @@ SRC_PARAM_CALL = "paramcall"  # calling a parameter; `ref` is its default or ann
 SRC_ATTR = "attr"  # another attribute of self; `ref` is its name
 SRC_MODULE = "module"  # registered through add_module/register_module: a module by contract
 SRC_ANNOTATION = "annotation"  # class-level annotation `enc: nn.Module`; `ref` is the annotation
+SRC_REF = "ref"  # a name that is not called (`self.sim = box_iou`); `ref` is what it resolves to
+SRC_ELEMENT = "element"  # a class constructed into a container (`ModuleList([Block()...])`, `.append(Block())`)
+SRC_RESULT = "result"  # what a method of self returns (`self.layers = self._make_layers()`); `ref` its name
 SRC_NOT_MODULE = "value"  # literal, lambda, list, tensor factory...: never a module
 SRC_UNKNOWN = "unknown"  # a value whose type the file does not tell
 
@@ -58,6 +65,33 @@ class MethodFacts:
     uses: tuple[Use, ...]
     returns: tuple[str, ...] = ()  # attributes returned as `return self.<attr>`
     generator: bool = False  # the body itself yields
+    abstract: bool = False  # @abstractmethod, or a body that only passes or raises NotImplementedError
+    # What the method returns, when it builds it: classes or functions called in ``return X(...)``.
+    builds: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class FunctionFacts:
+    """A module-level function: which of its parameters it runs as a module, and what it returns.
+
+    ``runs`` holds, per parameter used as a module (called, or a method or attribute of it
+    called, or handed on to another function), the uses of its body read as if that parameter
+    were ``self`` (kind ``param:<index>``). A caller that passes ``self`` or a submodule there
+    evaluates those uses against the class of what it passed."""
+
+    name: str
+    params: tuple[str, ...]  # positional parameters in order, then keyword-only ones
+    runs: tuple[MethodFacts, ...]
+    builds: tuple[str, ...] = ()  # classes/functions called in return statements, the return annotation
+
+    def summary(self, slot: str) -> MethodFacts | None:
+        """The uses of the parameter a call fills with ``slot``: a position ("0") or a keyword."""
+        index = int(slot) if slot.isdigit() else (self.params.index(slot) if slot in self.params else -1)
+        kind = f"param:{index}"
+        for found in self.runs:
+            if found.kind == kind:
+                return found
+        return None
 
 
 @dataclass(frozen=True)
@@ -119,17 +153,15 @@ class FileFacts:
     noqa: tuple[tuple[int, str], ...] = field(default=())
     # Private names quoted in strings ("_sample"): targets of dispatch through getattr.
     quoted: tuple[str, ...] = field(default=())
-    # Module-level functions that methods pass ``self`` to, read with that parameter as self:
-    # (position of the parameter, the function as MethodFacts).
-    delegates: tuple[tuple[int, MethodFacts], ...] = field(default=())
+    functions: tuple[FunctionFacts, ...] = field(default=())  # module-level functions
     wrap_sites: tuple[WrapSite, ...] = field(default=())
     wrapped_calls: tuple[WrappedCall, ...] = field(default=())
     # False when the text prefilter skipped the parse: no classes, no marks, imports unknown.
     parsed: bool = True
 
-    def delegate(self, name: str, position: int) -> MethodFacts | None:
-        for index, function in self.delegates:
-            if function.name == name and index == position:
+    def function_named(self, name: str) -> FunctionFacts | None:
+        for function in self.functions:
+            if function.name == name:
                 return function
         return None
 

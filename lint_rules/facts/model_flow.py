@@ -93,7 +93,7 @@ class ModelFlow(Collector):
         self.functions: set[str] = set()
 
     @classmethod
-    def wanted(cls, source: str) -> bool:
+    def wanted(cls, source: str, resolving: bool = False) -> bool:
         return _TRIGGER.search(source) is not None
 
     def wants_expressions(self, scope: Scope) -> bool:

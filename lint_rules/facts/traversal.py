@@ -60,6 +60,7 @@ class Collector:
 
     name: ClassVar[str]
     triggers: ClassVar[tuple[str, ...]] = ()
+    resolve_triggers: ClassVar[tuple[str, ...]] = ()  # more, for files read only to resolve names
     handlers: ClassVar[dict[type, str]] = {}
     after: ClassVar[tuple[str, ...]] = ()  # collectors whose results ``finish`` reads
 
@@ -67,9 +68,9 @@ class Collector:
         self.walk = walk
 
     @classmethod
-    def wanted(cls, source: str) -> bool:
+    def wanted(cls, source: str, resolving: bool = False) -> bool:
         """Can this file's text give this collector anything? (A cheap text test.)"""
-        return any(trigger in source for trigger in cls.triggers)
+        return any(trigger in source for trigger in (*cls.triggers, *(cls.resolve_triggers if resolving else ())))
 
     def wants_expressions(self, scope: Scope) -> bool:
         return False
