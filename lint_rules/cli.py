@@ -16,7 +16,7 @@ import sys
 from pathlib import Path
 from typing import Optional, Sequence
 
-from lint_rules import __version__, contract, report
+from lint_rules import __version__, contract, environment, report
 from lint_rules.diagnostics import FileError
 from lint_rules.discover import python_files
 from lint_rules.engine import Run, analyse
@@ -46,6 +46,9 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--cache-dir", type=Path, help="where the facts cache lives "
                         "(default: .fwdlint_cache under the project root)")
     parser.add_argument("--no-cache", action="store_true", help="neither read nor write the facts cache")
+    parser.add_argument("--python", metavar="PATH", help="the interpreter whose installed packages hold the "
+                        "checked code's bases and attribute types (read, never imported; default: the "
+                        "active virtual environment, else the interpreter running fwdlint)")
     mode = parser.add_mutually_exclusive_group()
     mode.add_argument("--fix", action="store_true", help="mark unmarked entry points in place")
     mode.add_argument("--diff", action="store_true", help="print the --fix changes as a unified diff, write nothing")
@@ -79,7 +82,13 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         module_bases=option("module-bases"),
         mark_decorators=option("mark-decorators"),
     )
-    run = Run(config=config, select=option("select", ("FWD",)), ignore=option("ignore"),
+    python = args.python or " ".join(settings.get("python-executable", ())) or None
+    try:
+        env = environment.find(python)
+    except environment.NoInterpreter as exc:
+        print(f"fwdlint: error: {exc}", file=sys.stderr)
+        return 2
+    run = Run(config=config, select=option("select", ("FWD",)), ignore=option("ignore"), environment=env,
               jobs=args.jobs or os.cpu_count() or 1, project_root=args.project_root.resolve() if args.project_root
               else None, cache=not args.no_cache, cache_dir=args.cache_dir, exclude=option("exclude"))
     walk_errors: list[tuple[str, str]] = []
@@ -96,6 +105,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         out, err = report.text(result)
         sys.stdout.write(out)
         sys.stderr.write(err)
+        if result.installed_read:
+            print(f"fwdlint: read {result.installed_read} installed file(s) of {env.python} to resolve names",
+                  file=sys.stderr)
     if result.errors:
         return 2
     return 1 if result.diagnostics else 0

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable, Optional, Sequence
 
+from lint_rules import environment
 from lint_rules.diagnostics import Diagnostic, FileError
 from lint_rules.facts.model import FileFacts
 from lint_rules.layout import find_root, module_name_for, project_files
@@ -34,6 +35,8 @@ class Run:
     cache: bool = True
     cache_dir: Optional[Path] = None  # None: .fwdlint_cache under the (first) project root
     exclude: tuple[str, ...] = ()  # also left out of project views
+    # Where installed packages are read from (``environment``); None: the default interpreter's.
+    environment: Optional[environment.Environment] = None
 
 
 @dataclass
@@ -43,6 +46,8 @@ class Result:
     views: dict[Optional[Path], ProjectIndex] = field(default_factory=dict)  # by project root
     files_read: int = 0
     files_parsed: int = 0
+    installed_read: int = 0  # installed files read only to resolve names
+    resolved_read: int = 0  # all files read only to resolve names (installed ones included)
 
     def view_for(self, path: str) -> Optional[ProjectIndex]:
         for view in self.views.values():
@@ -62,6 +67,18 @@ class Session:
             cache_dir = run.cache_dir or (default_cache_dir(root) if root is not None else None)
         self.store = FactsStore(cache_dir)
         self.views: dict[Optional[Path], ProjectIndex] = {}
+        self._environment = run.environment
+        self.resolved: set[str] = set()  # files read only to resolve names
+        self.installed: set[str] = set()  # ... of them, under the environment's package directories
+
+    @property
+    def environment(self) -> environment.Environment:
+        if self._environment is None:
+            try:
+                self._environment = environment.find()
+            except environment.NoInterpreter:  # the default never raises; be safe anyway
+                self._environment = environment.Environment(sys.executable)
+        return self._environment
 
     def root_for(self, path: str) -> Optional[Path]:
         return self.run.project_root or find_root(Path(path))
@@ -70,7 +87,8 @@ class Session:
         """The project view of ``root``: every project file not among ``given``."""
         view = self.views.get(root)
         if view is None:
-            view = self.views[root] = ProjectIndex(config=self.run.config, loader=self._load)
+            view = self.views[root] = ProjectIndex(config=self.run.config, loader=self._load,
+                                                   env_roots=list(self.environment.roots))
             if root is not None:
                 skip = {str(Path(p).resolve()) for p in given}
                 paths = [p for p in project_files(root, self.run.exclude) if p not in skip]
@@ -80,6 +98,9 @@ class Session:
         return view
 
     def _load(self, path: Path, module: str, is_package: bool) -> Optional[FileFacts]:
+        self.resolved.add(str(path))
+        if any(root in path.parents for root in self.environment.roots):
+            self.installed.add(str(path))
         outcome = self.store.facts(str(path), locate=False, module=(module, is_package))
         return outcome if isinstance(outcome, FileFacts) else None
 
@@ -141,4 +162,6 @@ def _analyse(session: Session, paths: list[str]) -> Result:
     result.errors.sort()
     result.files_read = len(session.store.read)
     result.files_parsed = session.store.extracted
+    result.resolved_read = len(session.resolved)
+    result.installed_read = len(session.installed)
     return result

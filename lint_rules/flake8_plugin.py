@@ -57,6 +57,9 @@ class Plugin:
                                "pyproject.toml, setup.cfg, setup.py or .git)")
         parser.add_option("--fwd-cache-dir", default="", parse_from_config=True,
                           help="FWD: where the facts cache lives (default: .fwdlint_cache under the project root)")
+        parser.add_option("--fwd-python-executable", default="", parse_from_config=True,
+                          help="FWD: the interpreter whose installed packages hold the checked code's bases "
+                               "(read, never imported; default: the active virtual environment, else flake8's)")
         parser.add_option("--fwd-no-cache", action="store_true", default=False, parse_from_config=True,
                           help="FWD: neither read nor write the facts cache")
 
@@ -76,8 +79,16 @@ class Plugin:
         if not enabled:
             cls.run_options = None
             return
+        from lint_rules import environment
         from lint_rules.engine import Run
         from lint_rules.project import Config
+
+        python = getattr(options, "fwd_python_executable", "") or None
+        try:
+            env = environment.find(python)
+        except environment.NoInterpreter as exc:  # flake8 goes on; names resolve within the project only
+            sys.stderr.write(f"fwdlint: {exc}; installed packages are not read\n")
+            env = environment.Environment(python or "")
 
         root = getattr(options, "fwd_project_root", "") or ""
         cache_dir = getattr(options, "fwd_cache_dir", "") or ""
@@ -87,7 +98,7 @@ class Plugin:
                           mark_decorators=tuple(options.fwd_mark_decorators or ())),
             select=enabled, ignore=(), project_root=Path(root).resolve() if root else None,
             cache=not getattr(options, "fwd_no_cache", False), cache_dir=Path(cache_dir) if cache_dir else None,
-            exclude=tuple(exclude))
+            exclude=tuple(exclude), environment=env)
 
     def run(self) -> Iterator[tuple[int, int, str, type]]:
         options = Plugin.run_options

@@ -67,7 +67,8 @@ class ProjectIndex:
     loader: Loader  # reads and extracts a file that is imported but not analysed
     files: dict[str, FileFacts] = field(default_factory=dict)
     modules: dict[str, Optional[FileFacts]] = field(default_factory=dict)
-    roots: list[Path] = field(default_factory=list)
+    roots: list[Path] = field(default_factory=list)  # where the analysed files' top packages live
+    env_roots: list[Path] = field(default_factory=list)  # the environment's package directories
     marked_names: set[str] = field(default_factory=set)  # registrations whose model's class is unknown
     # name -> (file, class, bound): registrations whose model's class the file tells; ``bound`` if
     # the model is one the file set up (FWD002 then counts the mark for that set-up only)
@@ -103,7 +104,7 @@ class ProjectIndex:
             return self.modules[name]
         found: Optional[FileFacts] = None
         relative = Path(*name.split(".")) if name else None
-        for root in self.roots if relative else ():
+        for root in [*self.roots, *(r for r in self.env_roots if r not in self.roots)] if relative else ():
             for candidate, is_package in ((root / relative.with_suffix(".py"), False),
                                           (root / relative / "__init__.py", True)):
                 if candidate.is_file():

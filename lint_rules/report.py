@@ -34,5 +34,7 @@ def as_json(result: Result) -> str:
             for d in result.diagnostics
         ],
         "errors": [{"path": e.path, "message": e.message} for e in result.errors],
+        "stats": {"files_read_to_resolve_names": result.resolved_read,
+                  "installed_files_read": result.installed_read},
     }
     return json.dumps(payload, indent=2) + "\n"

@@ -1,7 +1,7 @@
 """Options shared by both front ends, and reading them from setup.cfg / tox.ini / .flake8.
 
 The CLI reads a ``[fwdlint]`` section (keys ``module-bases``, ``mark-decorators``, ``select``,
-``ignore``, ``exclude``) and falls back to the flake8 plugin's keys in ``[flake8]``
+``ignore``, ``exclude``, ``python-executable``) and falls back to the flake8 plugin's keys in ``[flake8]``
 (``fwd-module-bases``, ``fwd-mark-decorators``), so one configuration serves both.
 """
 
@@ -33,7 +33,7 @@ def read_config(directory: Path) -> dict[str, tuple[str, ...]]:
             continue
         found: dict[str, tuple[str, ...]] = {}
         if parser.has_section("flake8"):
-            for key in ("module-bases", "mark-decorators"):
+            for key in ("module-bases", "mark-decorators", "python-executable"):
                 for variant in (f"fwd-{key}", f"fwd_{key.replace('-', '_')}"):
                     if parser.has_option("flake8", variant):
                         found[key] = split_list(parser.get("flake8", variant))

@@ -57,7 +57,8 @@ def test_json_errors_and_schema(project: Path) -> None:
     (project / "broken.py").write_text("class A:\n    def (:\n")
     code, payload = cli_json(project, ".")
     assert code == 2
-    assert set(payload) == {"version", "diagnostics", "errors"}
+    assert set(payload) == {"version", "diagnostics", "errors", "stats"}
+    assert payload["stats"] == {"files_read_to_resolve_names": 0, "installed_files_read": 0}
     assert payload["errors"] == [{"path": "broken.py", "message": payload["errors"][0]["message"]}]
     [diagnostic] = payload["diagnostics"]
     assert diagnostic == {
