@@ -36,6 +36,15 @@ PINS: tuple[str, ...] = (
     "diffusers==0.42.1",
     "lightning==2.6.6",
 )
+#: Label sets of packages beyond PINS: what to install besides the labelled packages themselves
+#: (the packages that hold their bases and attribute types; never torch: fwdlint knows torch by name).
+SET_PINS: dict[str, tuple[str, ...]] = {
+    "corpus_labels_unseen.tsv": (
+        "mmcv-lite==2.2.0", "transformers==5.23.0", "timm==1.0.31", "accelerate==1.15.0",
+        "huggingface-hub==2.4.0", "einops==0.8.2", "hyperpyyaml==1.2.3", "encodec==0.1.1",
+        "ema-pytorch==0.8.3", "fvcore==0.1.5.post20221221", "iopath==0.1.10", "tiktoken==0.14.0",
+    ),
+}
 CODE = "FWD001"
 THRESHOLD = 0.95
 TIMING_RUNS = 5
@@ -114,10 +123,16 @@ def canon(name: str) -> str:
     return re.sub(r"[-_.]+", "-", name).lower()
 
 
-def install(site: Path) -> None:
+def pins_for(labels_path: Path, labels: list["Label"]) -> tuple[str, ...]:
+    if labels_path.name in SET_PINS:
+        return tuple(sorted({lab.package for lab in labels})) + SET_PINS[labels_path.name]
+    return PINS
+
+
+def install(site: Path, pins: tuple[str, ...] = PINS) -> None:
     """pip-install the pinned releases into ``site`` without dependencies (so never torch)."""
     cmd = [sys.executable, "-m", "pip", "install", "--quiet", "--no-deps",
-           "--disable-pip-version-check", "--target", str(site), *PINS]
+           "--disable-pip-version-check", "--target", str(site), *pins]
     print("+ " + " ".join(cmd), flush=True)
     proc = subprocess.run(cmd)
     if proc.returncode != 0:
@@ -287,7 +302,7 @@ def print_table(rows: dict[str, Row]) -> Row:
 PARSE_SNIPPET = """\
 import sys, libcst
 for p in sys.argv[1:]:
-    with open(p, encoding="utf-8") as fh:
+    with open(p, "rb") as fh:
         libcst.parse_module(fh.read())
 """
 
@@ -301,20 +316,21 @@ def _run_once(cmd: list[str], cwd: Path, env: dict[str, str] | None) -> float:
     return elapsed
 
 
-def _time_pair(site: Path, files: list[str], runs: int, title: str) -> None:
+def _time_pair(site: Path, files: list[str], runs: int, title: str, parse_files: list[str] | None = None) -> None:
     """Parse and fwdlint alternate, so a slow phase of the machine hits both; the ratio reported
     is the median of the per-pair ratios (robust to the noise of a shared machine)."""
+    parse_files = parse_files or files
     lines = 0
-    for rel in files:
-        with open(site / rel, encoding="utf-8") as fh:
+    for rel in parse_files:
+        with open(site / rel, encoding="utf-8", errors="replace") as fh:
             lines += sum(1 for _ in fh)
-    parse_cmd = [sys.executable, "-c", PARSE_SNIPPET, *files]
+    parse_cmd = [sys.executable, "-c", PARSE_SNIPPET, *parse_files]
     parses, lints = [], []
     for _ in range(runs):
         parses.append(_run_once(parse_cmd, site, None))
         lints.append(_run_once(lint_cmd(files), site, lint_env()))
     ratios = sorted(lint / parse for parse, lint in zip(parses, lints))
-    print(f"\nspeed, {title} ({len(files)} files, {lines} lines, {runs} alternating pairs):")
+    print(f"\nspeed, {title} ({len(parse_files)} files parsed, {lines} lines, {runs} alternating pairs):")
     print(f"  libcst.parse_module only : {min(parses):7.2f} s (fastest)")
     print(f"  fwdlint -j 1             : {min(lints):7.2f} s (fastest)")
     print(f"  ratio fwdlint/parse      : {ratios[len(ratios) // 2]:7.2f} median of pairs "
@@ -344,11 +360,30 @@ def instruction_ratio(site: Path, files: list[str]) -> None:
     print(f"  ratio fwdlint/parse      : {lint / parse:7.2f}  (target <= 1.5)")
 
 
+READ_SNIPPET = """\
+import json, sys
+from lint_rules.engine import Run, analyse
+print(json.dumps(analyse(sys.argv[1:], Run(cache=False)).resolved))
+"""
+
+
+def files_read(site: Path, files: list[str]) -> list[str]:
+    """The files fwdlint reads only to resolve names (bases, attribute types, functions)."""
+    proc = subprocess.run([sys.executable, "-c", READ_SNIPPET, *files], cwd=site, env=lint_env(),
+                          capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise EvalError(f"listing the files read failed:\n{proc.stderr[-2000:]}")
+    return [relpath(p, site) for p in json.loads(proc.stdout)]
+
+
 def timing(site: Path, files: list[str], runs: int, packages: list[str]) -> None:
     """Two measurements: the labeled files alone, where fwdlint also reads the files they import
     (base classes, submodule types) that the bare parse does not; and whole packages, where
     almost everything fwdlint reads is also in the parse set."""
     _time_pair(site, files, runs, "labeled files (fwdlint also reads their imports)")
+    read = files_read(site, files)
+    _time_pair(site, files, runs, f"labeled files against a parse of them and the {len(read)} files "
+               "read to resolve names", parse_files=[*files, *read])
     for package in packages:
         tree = sorted(p.relative_to(site).as_posix() for p in (site / package).rglob("*.py"))
         _time_pair(site, tree, max(1, runs // 2), f"whole package {package}")
@@ -406,7 +441,7 @@ def main(argv: list[str] | None = None) -> int:
         else:
             tmp = tempfile.mkdtemp(prefix="fwdlint-corpus-")
             site = Path(tmp) / "site"
-            install(site)
+            install(site, pins_for(Path(args.labels), read_labels(Path(args.labels))))
         return evaluate(site, args)
     except EvalError as exc:
         print(f"error: {exc}", file=sys.stderr)

@@ -2,14 +2,17 @@
 
 A method computes if its body (nested functions, lambdas and comprehensions included) calls
 ``self(...)``/``self.forward``/``super().forward``, calls a submodule, calls a computing method
-of a submodule, or calls another method of the class (any depth, through bases) that does.
+of a submodule (through attribute paths and container elements too), hands self or a submodule to
+a function whose summary runs that parameter, or calls another method of the class (any depth,
+through bases; an abstract one through its overrides in subclasses) that does.
 
-Submodules are attributes assigned an ``nn.Module`` anywhere in the class or its bases. Where the
-file does not tell what an attribute holds (an unannotated constructor argument ``self.net = net``,
-a factory result, a class from a package that is not analysed) the attribute counts as a submodule
-if and only if the class's own ``forward`` (or a helper it calls) calls it: the class itself then
-treats it as part of its computation. This keeps ``self.tokenizer(...)`` and ``self.scheduler``
-out while catching the common ``LightningModule(model)`` wrapper.
+Whether ``self.<attr>`` holds an ``nn.Module`` is decided in this order: its type (the class or
+factory it is built from, read from the project or the environment's installed packages; a
+function or class object, or an instance of a class that is not a module, is not a module); then,
+only if no source says "not a module" and some source is unknown (a registry build, an
+unannotated constructor argument), evidence by use (``MODULE_API`` methods called on it) or the
+class's own ``forward`` (or a helper it calls) calling it. This keeps ``self.tokenizer(...)``
+and ``self.proposal_matcher(...)`` out while catching the common ``LightningModule(model)`` wrapper.
 """
 
 from __future__ import annotations

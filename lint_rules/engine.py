@@ -46,8 +46,12 @@ class Result:
     views: dict[Optional[Path], ProjectIndex] = field(default_factory=dict)  # by project root
     files_read: int = 0
     files_parsed: int = 0
-    installed_read: int = 0  # installed files read only to resolve names
-    resolved_read: int = 0  # all files read only to resolve names (installed ones included)
+    resolved: tuple[str, ...] = ()  # files read only to resolve names
+    installed_read: int = 0  # ... of them, installed packages of the environment
+
+    @property
+    def resolved_read(self) -> int:
+        return len(self.resolved)
 
     def view_for(self, path: str) -> Optional[ProjectIndex]:
         for view in self.views.values():
@@ -162,6 +166,6 @@ def _analyse(session: Session, paths: list[str]) -> Result:
     result.errors.sort()
     result.files_read = len(session.store.read)
     result.files_parsed = session.store.extracted
-    result.resolved_read = len(session.resolved)
+    result.resolved = tuple(sorted(session.resolved))
     result.installed_read = len(session.installed)
     return result

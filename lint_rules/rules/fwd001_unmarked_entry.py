@@ -26,13 +26,24 @@ What is checked
 What counts as computation
     ``self(...)``, ``self.forward(...)``, ``self.__call__(...)``, ``super().forward(...)``; calling a
     submodule: ``self.enc(x)``, ``self.enc.forward(x)``, ``self.blocks[i](x)``,
-    ``for blk in self.blocks: blk(x)``, ``self.heads["a"](x)``, ``m = self.enc; m(x)``,
-    ``checkpoint(self.block, x)``; calling a computing method of a submodule
-    (``self.vae.encode(x)``). Reached directly or through other methods of the class and its
-    bases (any depth, recursion allowed), including nested functions, lambdas and
-    comprehensions. See ``lint_rules/computation.py`` for what makes an attribute a submodule;
-    notably an attribute assigned from an unannotated constructor argument (``self.net = net``)
-    counts only if the class's own ``forward`` calls it.
+    ``for blk in self.blocks: blk(x)``, ``self.heads["a"](x)``, ``self.mods.encoder(x)`` on a
+    ``ModuleDict``, ``m = self.enc; m(x)``, ``model = self if fsdp is None else fsdp; model(x)``,
+    ``checkpoint(self.block, x)``; calling a computing method of a submodule (``self.vae.encode(x)``,
+    ``for layer in self.layers: layer.encode(x)``, ``self.model.quantizer.decode(x)``,
+    ``self.get_base_model().generate(...)``), judged by the submodule's class wherever it is
+    defined (the project or an installed package, see ``--python``) and, when that method is
+    abstract, by the subclasses that implement it; handing self or a submodule to a function that
+    runs it (``generate_fn(model=self.model)``, ``calibrate(self.model, data)``, at any depth,
+    module-level functions of any file, class-level aliases such as ``decode = decode_function``);
+    handing a computing method over as a callback to a function that calls it
+    (``multi_apply(self.loss_single, feats)``). Reached directly or through other methods of the
+    class and its bases (any depth, recursion allowed; an abstract helper through its overrides),
+    including nested functions, lambdas and comprehensions. See ``lint_rules/computation.py`` for
+    what makes an attribute a submodule: its type first (classes, factories and the functions that
+    build it are read, installed ones included); a function or a class stored as an attribute, or
+    an object of a class that is not a module (matchers, tokenizers, samplers), never is; only
+    when the type cannot be found, module methods used on it (``.eval()``, ``.parameters()``,
+    ``.to()``) or the class's own ``forward`` calling it make it one.
 
 Never reported
     ``forward``, ``__call__`` and other dunders; static and class methods; properties (they
