@@ -57,7 +57,8 @@ def find(python: Optional[str] = None) -> Environment:
     chosen = python or default_python()
     if _same_interpreter(chosen):
         stdlib = [sysconfig.get_paths()["stdlib"], sysconfig.get_paths()["platstdlib"]]
-        return Environment(chosen, _package_roots(sys.path, stdlib))
+        # sys.path[0] is the directory of the script or the current directory: not installed packages
+        return Environment(chosen, _package_roots(sys.path[1:], stdlib))
     try:
         proc = subprocess.run([chosen, "-I", "-c", _QUERY], capture_output=True, text=True,
                               timeout=QUERY_TIMEOUT, stdin=subprocess.DEVNULL)

@@ -7,7 +7,7 @@ import os
 from pathlib import Path
 
 import pytest
-from fixture_cases import flake8_rows, run_cli, run_flake8
+from fixture_cases import cli_json, flake8_rows, run_cli, run_flake8
 
 GOOD = "import torch.nn as nn\n\n\nclass M(nn.Module):\n    def gen(self, x):\n        return self(x)\n"
 
@@ -121,3 +121,24 @@ def test_awkward_file_names_stay_on_one_line(tmp_path: Path) -> None:
     proc = subprocess.run([sys.executable, "-m", "lint_rules.cli", "."], cwd=tmp_path, capture_output=True,
                           env=env, timeout=120)
     assert proc.returncode == 1 and b"Traceback" not in proc.stderr and b"latin\\udce9.py:5:9: FWD001" in proc.stdout
+
+
+def test_a_dense_star_import_graph_is_searched_within_bounds(tmp_path: Path) -> None:
+    """Like transformers' packages, each module star-imports every other: looking up a name that
+    is nowhere stops after a bounded number of files (``STAR_READS`` per name, 64) instead of
+    reading the whole graph (transformers' tree made fwdlint run for more than 10 minutes)."""
+    package = tmp_path / "zoo"
+    package.mkdir()
+    names = [f"m{i}" for i in range(300)]
+    (package / "__init__.py").write_text("".join(f"from .{n} import *\n" for n in names))
+    for name in names:
+        others = "".join(f"from .{other} import *\n" for other in names if other != name)
+        (package / f"{name}.py").write_text(others + f"\n\ndef helper_{name}(model):\n    return model.config\n")
+    (tmp_path / "user.py").write_text(
+        "import torch.nn as nn\nimport zoo\n\n\nclass M(nn.Module):\n"
+        "    def __init__(self):\n        super().__init__()\n        self.net = zoo.Missing()\n\n"
+        "    def run(self, x):\n        zoo.nowhere(self.net)\n        return self.net(x)\n")
+    code, payload = cli_json(tmp_path, "--no-cache", "user.py")
+    assert code == 0 and payload["errors"] == [], payload
+    assert payload["stats"]["files_read_to_resolve_names"] < len(names) / 2
+    assert payload["stats"]["installed_files_read"] == 0  # the checked code's directory is not installed
