@@ -42,6 +42,7 @@ _PAIR_METHODS = frozenset({"items", "named_children", "named_modules"})
 _PASSTHROUGH_FUNCS = frozenset({"reversed", "list", "tuple", "iter", "sorted"})
 # Calls that hand a module over without running it, or builtins: no summary to look up.
 _NOT_PASSING = frozenset(dir(__import__("builtins"))) | {"super"}
+_PLAIN_TYPES = frozenset({"int", "float", "bool", "str", "bytes", "dict", "list", "tuple", "set"})
 _CONTAINERS = frozenset({"ModuleList", "ModuleDict", "Sequential"})
 _ADD_ELEMENT = frozenset({"append", "extend", "insert", "add_module"})
 _PARTIAL = frozenset({"functools.partial", "partial"})
@@ -555,7 +556,10 @@ class EntryUses(Collector):
         bodies: dict[cst.FunctionDef, MethodBody] = {}
         for node, (kind, scan) in self.scans.items():
             bodies[node] = self._body(node, kind, scan)
-        functions = tuple(self._function(node) for node in self.functions.values())
+        # Functions this file's methods hand modules to are located (their evidence gets lines);
+        # locating costs a code generation pass, too much for every function of every file.
+        local = {use.method.rpartition("#")[0] for body in bodies.values() for use in body.uses if use.kind == PASS_CALL}
+        functions = tuple(self._function(node, node.name.value in local) for node in self.functions.values())
         return {"_bodies": bodies, "functions": tuple(f for f in functions if f.runs or f.builds)}
 
     def _body(self, node: cst.FunctionDef, kind: str, scan: MethodScan) -> MethodBody:
@@ -568,13 +572,19 @@ class EntryUses(Collector):
         return MethodBody(kind, self._located(node, kind, scan.uses), tuple(dict.fromkeys(scan.returns)),
                           tuple(attrs), node in self.generators, abstract, tuple(dict.fromkeys(scan.builds)))
 
-    def _function(self, fn: cst.FunctionDef) -> FunctionFacts:
+    def _function(self, fn: cst.FunctionDef, locate: bool) -> FunctionFacts:
         """A module-level function's summary: for each parameter it uses as a module, its body read
         with that parameter standing for self (so SpeechT5's ``_generate_speech(self, ...)`` and
         ``generate_fn(model=self.model)`` are read once, where they are defined)."""
         params = fn.params
-        names = [p.name.value for p in (*params.posonly_params, *params.params, *params.kwonly_params)]
-        candidates, returned = _module_candidates(fn, set(names))
+        every = [*params.posonly_params, *params.params, *params.kwonly_params]
+        names = [p.name.value for p in every]
+        # `pretrained=False`, `depth: int`: flags and numbers are never modules, whatever they are handed to
+        plain = {p.name.value for p in every if isinstance(p.default, _NOT_MODULE_NODES) or (
+            isinstance(p.default, cst.Name) and p.default.value in ("True", "False")) or (
+            p.annotation is not None and isinstance(p.annotation.annotation, cst.Name)
+            and p.annotation.annotation.value in _PLAIN_TYPES)}
+        candidates, returned = _module_candidates(fn, set(names) - plain)
         runs = []
         builds: list[str] = []
         for index, name in enumerate(names):
@@ -588,9 +598,8 @@ class EntryUses(Collector):
             scan.resolve_local_calls()
             builds.extend(scan.builds)
             if scan.uses:
-                line, col = self.walk.def_position(fn)
-                runs.append(MethodFacts(fn.name.value, line, col, f"param:{index}", (),
-                                        self._located(fn, "method", scan.uses)))
+                uses = self._located(fn, "method", scan.uses) if locate else tuple(u for _, u in scan.uses)
+                runs.append(MethodFacts(fn.name.value, 0, 0, f"param:{index}", (), uses))
         if not runs and returned:  # no parameter is a module: read the returns alone
             scan = MethodScan.for_function(self.walk.names, fn, "method", None)
             for node in returned:
