@@ -560,7 +560,7 @@ class EntryUses(Collector):
         # locating costs a code generation pass, too much for every function of every file.
         local = {use.method.rpartition("#")[0] for body in bodies.values() for use in body.uses if use.kind == PASS_CALL}
         functions = tuple(self._function(node, node.name.value in local) for node in self.functions.values())
-        return {"_bodies": bodies, "functions": tuple(f for f in functions if f.runs or f.builds)}
+        return {"_bodies": bodies, "functions": functions}  # all: a name that is a function is no module
 
     def _body(self, node: cst.FunctionDef, kind: str, scan: MethodScan) -> MethodBody:
         scan.resolve_local_calls()
