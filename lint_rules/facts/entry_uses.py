@@ -281,13 +281,13 @@ class MethodScan:
         root, inner_steps = split_chain(func)
         if self.is_self(root) and len(inner_steps) == 1 and inner_steps[0] and len(steps) == 1 \
                 and steps[0] is not None and steps[0] not in _CALL_NAMES:
-            text = show(render_chain("self", inner_steps) + "()." + steps[0])
+            text = show(render_chain(self.self_name or "self", inner_steps) + "()." + steps[0])
             self.add(call, Use(RESULT_METHOD, inner_steps[0], 0, text, method=steps[0]))
             return
         if not self.is_self(root) or None in inner_steps or (steps and steps[-1] is not None
                                                              and steps[-1] not in _CALL_NAMES):
             return
-        text = show(render_chain("self", inner_steps) + "()" + render_chain("", steps))
+        text = show(render_chain(self.self_name or "self", inner_steps) + "()" + render_chain("", steps))
         if len(inner_steps) == 1:
             self.add(call, Use(RESULT_CALL, inner_steps[0], 0, text))  # type: ignore[arg-type]
         elif len(inner_steps) == 2:
@@ -309,7 +309,7 @@ class MethodScan:
 
     def classify_self_chain(self, call: cst.Call, steps: tuple[Optional[str], ...],
                             show: Callable[[str], str], text: str = "") -> None:
-        text = text or show(render_chain("self", steps))
+        text = text or show(render_chain(self.self_name or "self", steps))
         last = steps[-1] if steps else None
         calls_it = not steps or last is None or last in _CALL_NAMES
         if not steps or steps in (("forward",), ("__call__",)) or (steps[0] is None and calls_it):

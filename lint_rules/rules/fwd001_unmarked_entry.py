@@ -130,6 +130,24 @@ class Net(nn.Module):
         return self.tokenizer(text)
 """),
     Valid("""
+import torch.nn as nn
+
+class Matcher:
+    def __call__(self, quality):
+        return quality
+
+class Head(nn.Module):
+    def __init__(self, matcher=None):
+        super().__init__()
+        self.matcher = matcher if matcher is not None else Matcher()
+
+    def forward(self, x):
+        return self.matcher(x)
+
+    def compute_loss(self, x):
+        return self.matcher(x)
+"""),
+    Valid("""
 class NotAModule:
     def generate(self, x):
         return self(x)
@@ -137,6 +155,20 @@ class NotAModule:
 )
 
 INVALID = (
+    Invalid("""
+import torch.nn as nn
+
+def generate_fn(model, ids):
+    return model(ids)
+
+class LM(nn.Module):
+    def __init__(self, model: nn.Module):
+        super().__init__()
+        self.model = model
+
+    def generate(self, ids):  # expect: FWD001 "(generate -> generate_fn(model=self.model, ...) at line 12 -> model(...))"
+        return generate_fn(model=self.model, ids=ids)
+"""),
     Invalid("""
 import torch.nn as nn
 
