@@ -24,7 +24,7 @@ from typing import Optional
 from lint_rules.facts.model import (
     ATTR_CALL, DYNAMIC_CALL, ELEMENT_METHOD, PASS_CALL, RESULT_CALL, RESULT_METHOD, SELF_CALL, SRC_ANNOTATION, SRC_ATTR, SRC_CALL,
     SRC_ELEMENT, SRC_MODULE, SRC_NOT_MODULE, SRC_PARAM, SRC_PARAM_CALL, SRC_REF, SRC_RESULT, SUB_CALL, SUB_METHOD,
-    SUB_RESULT, SUPER_CALL, FileFacts, MethodFacts, Source, Use,
+    SUB_RESULT, SUPER_CALL, FileFacts, FunctionFacts, MethodFacts, Source, Use,
 )
 from lint_rules import contract
 from lint_rules.project import ClassRef, ProjectIndex
@@ -289,7 +289,7 @@ class ClassAnalysis:
         method = self.lookup(use.name) if use.name else None
         if method is None and use.name and not self.is_submodule(use.name):
             return None
-        found = self.index.find_function(ref, origin)
+        found = self._static(ref[5:]) if ref.startswith("self.") else self.index.find_function(ref, origin)
         summary = found[1].summary(slot) if found is not None else None
         if found is None or summary is None:
             return None
@@ -303,6 +303,15 @@ class ClassAnalysis:
             if inner:
                 return inner
         return None if targets else _runs_unknown(self.index, summary, found[0])
+
+    def _static(self, name: str) -> Optional[tuple[FileFacts, FunctionFacts]]:
+        """The summary of ``self.<name>`` when it is a static method of the class or a base."""
+        found = self.lookup(name)
+        if found is None or found[1].kind != "staticmethod":
+            return None
+        item = self.mro[found[0]]
+        function = item.file.function_named(f"{item.cls.qualname}.{name}")
+        return (item.file, function) if function is not None else None
 
     def _override_chain(self, method: MethodFacts) -> Optional[Chain]:
         """``self.forward_encoder(x)`` whose own body computes nothing: the overrides in

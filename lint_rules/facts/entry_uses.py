@@ -223,6 +223,8 @@ class MethodScan:
         if dotted is None:
             return None
         head = dotted.split(".", 1)[0]
+        if head == self.self_name and dotted.count(".") == 1:
+            return dotted.replace(head, "self", 1)  # a static method of the class: `self._run(self.model)`
         if head == self.self_name or head in self.params or head in self.bindings or (
                 head in self.locals and head not in self.names.imports):
             return None
@@ -521,6 +523,7 @@ class EntryUses(Collector):
         super().__init__(walk)
         self.scans: dict[cst.FunctionDef, tuple[str, MethodScan]] = {}  # method -> (kind, its scan)
         self.functions: dict[str, cst.FunctionDef] = {}  # module-level functions (the last of a name)
+        self.statics: dict[cst.FunctionDef, str] = {}  # static methods -> "Class.method"
         self.current: Optional[MethodScan] = None  # set while a function is read with a parameter as self
         self.generators: set[cst.FunctionDef] = set()  # methods whose own body yields
 
@@ -534,6 +537,8 @@ class EntryUses(Collector):
         if scope.parent.kind == "class":
             kind = method_kind(self.walk.names.decorators(node))
             self.scans[node] = (kind, MethodScan.for_function(self.walk.names, node, kind))
+            if kind == "staticmethod":  # summarised like a function, named Class.method
+                self.statics[node] = scope.parent.prefix + node.name.value
         elif scope.parent.kind == "module":
             self.functions[node.name.value] = node
 
@@ -559,7 +564,9 @@ class EntryUses(Collector):
         # Functions this file's methods hand modules to are located (their evidence gets lines);
         # locating costs a code generation pass, too much for every function of every file.
         local = {use.method.rpartition("#")[0] for body in bodies.values() for use in body.uses if use.kind == PASS_CALL}
-        functions = tuple(self._function(node, node.name.value in local) for node in self.functions.values())
+        functions = tuple(self._function(node, node.name.value, node.name.value in local)
+                          for node in self.functions.values())
+        functions += tuple(self._function(node, name, False) for node, name in self.statics.items())
         return {"_bodies": bodies, "functions": functions}  # all: a name that is a function is no module
 
     def _body(self, node: cst.FunctionDef, kind: str, scan: MethodScan) -> MethodBody:
@@ -572,7 +579,7 @@ class EntryUses(Collector):
         return MethodBody(kind, self._located(node, kind, scan.uses), tuple(dict.fromkeys(scan.returns)),
                           tuple(attrs), node in self.generators, abstract, tuple(dict.fromkeys(scan.builds)))
 
-    def _function(self, fn: cst.FunctionDef, locate: bool) -> FunctionFacts:
+    def _function(self, fn: cst.FunctionDef, name: str, locate: bool) -> FunctionFacts:
         """A module-level function's summary: for each parameter it uses as a module, its body read
         with that parameter standing for self (so SpeechT5's ``_generate_speech(self, ...)`` and
         ``generate_fn(model=self.model)`` are read once, where they are defined)."""
@@ -587,10 +594,10 @@ class EntryUses(Collector):
         candidates, returned = _module_candidates(fn, set(names) - plain)
         runs = []
         builds: list[str] = []
-        for index, name in enumerate(names):
-            if name not in candidates or name == "cls":  # `cls(...)` builds an instance, runs nothing
+        for index, param in enumerate(names):
+            if param not in candidates or param == "cls":  # `cls(...)` builds an instance, runs nothing
                 continue
-            scan = self.current = MethodScan.for_function(self.walk.names, fn, "method", name)
+            scan = self.current = MethodScan.for_function(self.walk.names, fn, "method", param)
             try:
                 self.walk.expressions([fn.body], Scope("function", fn, None, ""), only=self)
             finally:
@@ -599,7 +606,7 @@ class EntryUses(Collector):
             builds.extend(scan.builds)
             if scan.uses:
                 uses = self._located(fn, "method", scan.uses) if locate else tuple(u for _, u in scan.uses)
-                runs.append(MethodFacts(fn.name.value, 0, 0, f"param:{index}", (), uses))
+                runs.append(MethodFacts(name, 0, 0, f"param:{index}", (), uses))
         if not runs and returned:  # no parameter is a module: read the returns alone
             scan = MethodScan.for_function(self.walk.names, fn, "method", None)
             for node in returned:
@@ -607,7 +614,7 @@ class EntryUses(Collector):
             builds.extend(scan.builds)
         if fn.returns is not None:
             builds.append(self.walk.names.annotation_ref(fn.returns))
-        return FunctionFacts(fn.name.value, tuple(names), tuple(runs), tuple(b for b in dict.fromkeys(builds) if b))
+        return FunctionFacts(name, tuple(names), tuple(runs), tuple(b for b in dict.fromkeys(builds) if b))
 
     def _located(self, fn: cst.FunctionDef, kind: str, uses: list[tuple[cst.CSTNode, Use]]) -> tuple[Use, ...]:
         """Give lines to the uses that can end an evidence chain: the first of each distinct use
