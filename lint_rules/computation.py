@@ -22,9 +22,9 @@ from dataclasses import dataclass, field
 from typing import Optional
 
 from lint_rules.facts.model import (
-    ATTR_CALL, DYNAMIC_CALL, ELEMENT_METHOD, PASS_CALL, RESULT_CALL, RESULT_METHOD, SELF_CALL, SRC_ANNOTATION, SRC_ATTR, SRC_CALL,
-    SRC_ELEMENT, SRC_MODULE, SRC_NOT_MODULE, SRC_PARAM, SRC_PARAM_CALL, SRC_REF, SRC_RESULT, SUB_CALL, SUB_METHOD,
-    SUB_RESULT, SUPER_CALL, FileFacts, FunctionFacts, MethodFacts, Source, Use,
+    ATTR_CALL, DYNAMIC_CALL, ELEMENT_METHOD, PASS_CALL, RESULT_CALL, RESULT_METHOD, SELF_CALL, SRC_ANNOTATION,
+    SRC_ATTR, SRC_CALL, SRC_ELEMENT, SRC_MODULE, SRC_NOT_MODULE, SRC_PARAM, SRC_PARAM_CALL, SRC_REF, SRC_RESULT,
+    SUB_CALL, SUB_METHOD, SUB_RESULT, SUPER_CALL, FileFacts, FunctionFacts, MethodFacts, Source, Use,
 )
 from lint_rules import contract
 from lint_rules.project import ClassRef, ProjectIndex
@@ -43,14 +43,6 @@ ENTRY_METHOD_NAMES = frozenset({
     "text_model", "embed_tokens", "lm_head",
 })
 _FACTORY_SUFFIXES = (".from_pretrained", ".from_config", ".from_single_file")
-#: Methods of ``nn.Module`` and of its containers: on a ``ModuleDict`` these are methods, any other
-#: attribute is an entry (``self.mods.encoder``).
-_MODULE_METHODS = frozenset({
-    "keys", "values", "items", "update", "pop", "clear", "append", "extend", "insert", "add_module",
-    "register_module", "register_buffer", "register_parameter", "state_dict", "load_state_dict", "half",
-    "float", "double", "bfloat16", "cpu", "type", "zero_grad", "extra_repr", "to_empty", "compile",
-    "share_memory", "get_parameter", "get_buffer", "named_parameters", "named_buffers", "set_submodule",
-}) | frozenset()  # completed below with MODULE_API
 #: Methods only an ``nn.Module`` has among the things models hold (tokenizers, functions, matchers,
 #: samplers): an attribute of unknown class used with one of them is a module (evidence by use).
 #: ``to``/``cuda`` also exist on tensors, which are never called, so they cannot mislead here;
@@ -60,7 +52,14 @@ MODULE_API = frozenset({
     "named_children", "modules", "named_modules", "requires_grad_", "apply", "register_forward_hook",
     "register_forward_pre_hook", "get_submodule", "to", "cuda",
 })
-_MODULE_METHODS = _MODULE_METHODS | MODULE_API
+#: Methods of ``nn.Module`` and of its containers: on a ``ModuleDict`` these are methods, any other
+#: attribute is an entry (``self.mods.encoder``).
+_MODULE_METHODS = frozenset({
+    "keys", "values", "items", "update", "pop", "clear", "append", "extend", "insert", "add_module",
+    "register_module", "register_buffer", "register_parameter", "state_dict", "load_state_dict", "half",
+    "float", "double", "bfloat16", "cpu", "type", "zero_grad", "extra_repr", "to_empty", "compile",
+    "share_memory", "get_parameter", "get_buffer", "named_parameters", "named_buffers", "set_submodule",
+}) | MODULE_API
 #: Getters whose result is a submodule when the project cannot show what they return
 #: (``self.get_input_embeddings()(ids)``, ``enc = self.get_encoder(); enc(x)``).
 _MODULE_GETTER = re.compile(r"get_\w*(embeddings|encoder|decoder|model|backbone|head|layer|module)s?")
@@ -188,10 +187,6 @@ class ClassAnalysis:
                 if cls is not None and all(cls.key != known.key for known in found):
                     found.append(cls)
         return found
-
-    def submodule_class(self, attr: str, load: bool = True) -> Optional[ClassRef]:
-        found = self.submodule_classes(attr, load)
-        return found[0] if found else None
 
     # -- the question ----------------------------------------------------------------------
     def chain(self, name: str) -> Optional[Chain]:
@@ -356,7 +351,8 @@ class ClassAnalysis:
     def _is_keyed_container(self, attr: str) -> bool:
         """A ``ModuleDict``/``Sequential``, whose entries are its attributes."""
         return any(src.kind in (SRC_CALL, SRC_ANNOTATION, SRC_PARAM) and src.ref.rpartition(".")[2] in (
-            "ModuleDict", "Sequential") and src.ref.split(".", 1)[0] in ("torch", "nn") for _, src in self.sources(attr))
+            "ModuleDict", "Sequential") and src.ref.split(".", 1)[0] in ("torch", "nn")
+            for _, src in self.sources(attr))
 
     def _path_method_computes(self, path: str, method: str) -> bool:
         """``self.layers[i].decode(x)`` (path ``layers[]``), ``self.model.quantizer.decode(x)``
@@ -433,7 +429,8 @@ def _method_computes(index: ProjectIndex, target: ClassRef, method: str) -> bool
     if analysis.chain(method) is not None:
         return True
     if found[1].abstract or found[1].kind == "alias":
-        return any(analysis_for(index, sub).chain(method) is not None for sub in index.subclasses(target, siblings=True))
+        return any(analysis_for(index, sub).chain(method) is not None
+                   for sub in index.subclasses(target, siblings=True))
     return False
 
 

@@ -17,9 +17,9 @@ import libcst as cst
 
 from lint_rules import contract
 from lint_rules.facts.model import (
-    ATTR_CALL, DYNAMIC_CALL, ELEMENT_METHOD, PASS_CALL, RESULT_CALL, RESULT_METHOD, SELF_CALL, SRC_ATTR, SRC_CALL, SRC_ELEMENT,
-    SRC_MODULE, SRC_NOT_MODULE, SRC_PARAM, SRC_PARAM_CALL, SRC_REF, SRC_RESULT, SRC_UNKNOWN, SUB_CALL, SUB_METHOD,
-    SUB_RESULT, SUPER_CALL, FunctionFacts, MethodFacts, Source, Use,
+    ATTR_CALL, DYNAMIC_CALL, ELEMENT_METHOD, PASS_CALL, RESULT_CALL, RESULT_METHOD, SELF_CALL, SRC_ATTR, SRC_CALL,
+    SRC_ELEMENT, SRC_MODULE, SRC_NOT_MODULE, SRC_PARAM, SRC_PARAM_CALL, SRC_REF, SRC_RESULT, SRC_UNKNOWN, SUB_CALL,
+    SUB_METHOD, SUB_RESULT, SUPER_CALL, FunctionFacts, MethodFacts, Source, Use,
 )
 from lint_rules.facts.names import Names
 from lint_rules.facts.traversal import Collector, FileWalk, Scope
@@ -563,7 +563,8 @@ class EntryUses(Collector):
             bodies[node] = self._body(node, kind, scan)
         # Functions this file's methods hand modules to are located (their evidence gets lines);
         # locating costs a code generation pass, too much for every function of every file.
-        local = {use.method.rpartition("#")[0] for body in bodies.values() for use in body.uses if use.kind == PASS_CALL}
+        local = {use.method.rpartition("#")[0] for body in bodies.values() for use in body.uses
+                 if use.kind == PASS_CALL}
         functions = tuple(self._function(node, node.name.value, node.name.value in local)
                           for node in self.functions.values())
         functions += tuple(self._function(node, name, False) for node, name in self.statics.items())

@@ -167,7 +167,7 @@ class LM(nn.Module):
         super().__init__()
         self.model = model
 
-    def generate(self, ids):  # expect: FWD001 "(generate -> generate_fn(model=self.model, ...) at line 12 -> model(...))"
+    def generate(self, ids):  # expect: FWD001 "generate -> generate_fn(model=self.model, ...) at line 12 -> model(...)"
         return generate_fn(model=self.model, ids=ids)
 """),
     Invalid("""
