@@ -7,14 +7,16 @@ dicts. ``FORMAT`` changes whenever a fact's shape or meaning changes, and old ro
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from typing import Any
 
 from lint_rules.facts.model import (
-    ClassFacts, FileFacts, FunctionFacts, Mark, MethodFacts, Source, Use, WrapSite, WrappedCall,
+    ClassFacts, FileFacts, ForwardPatch, FunctionFacts, InitCall, Mark, MetaSubmodule, MethodFacts, Source, Use,
+    WrapSite, WrappedCall,
 )
 
-FORMAT = 4
+FORMAT = 5
 
 
 def _method(m: MethodFacts) -> list[Any]:
@@ -25,6 +27,11 @@ def _method(m: MethodFacts) -> list[Any]:
 def _method_from(row: list[Any]) -> MethodFacts:
     return MethodFacts(row[0], row[1], row[2], row[3], tuple(row[4]), tuple(Use(*u) for u in row[5]), tuple(row[6]),
                        bool(row[7]), bool(row[8]), tuple(row[9]))
+
+
+def _row(fact: Any) -> list[Any]:
+    """A flat dataclass of strings, ints and bools as a positional row."""
+    return [getattr(fact, f.name) for f in dataclasses.fields(fact)]
 
 
 def encode(facts: FileFacts) -> str:
@@ -40,13 +47,18 @@ def encode(facts: FileFacts) -> str:
         [[f.name, f.params, [_method(m) for m in f.runs], f.builds] for f in facts.functions],
         [[w.kind, w.var, w.cls, w.line, w.scope, w.called, w.inline] for w in facts.wrap_sites],
         [[c.method, c.line, c.col, c.text, c.site] for c in facts.wrapped_calls],
+        [_row(m) for m in facts.meta_submodules],
+        facts.compiled,
+        [_row(c) for c in facts.init_calls],
+        [_row(p) for p in facts.forward_patches],
         facts.parsed,
     ], separators=(",", ":"))
 
 
 def decode(text: str, path: str) -> FileFacts:
     """Raises ``ValueError`` (or ``TypeError``/``IndexError``) on anything that is not ours."""
-    (module, imports, classes, marks, noqa, quoted, functions, wrap_sites, calls, parsed) = json.loads(text)
+    (module, imports, classes, marks, noqa, quoted, functions, wrap_sites, calls, metas, compiled, init_calls,
+     patches, parsed) = json.loads(text)
     return FileFacts(
         path=path,
         module=module,
@@ -62,5 +74,9 @@ def decode(text: str, path: str) -> FileFacts:
         wrap_sites=tuple(WrapSite(k, v, c, line, scope, tuple(called), inline)
                          for k, v, c, line, scope, called, inline in wrap_sites),
         wrapped_calls=tuple(WrappedCall(*row) for row in calls),
+        meta_submodules=tuple(MetaSubmodule(*row) for row in metas),
+        compiled=tuple(compiled),
+        init_calls=tuple(InitCall(*row) for row in init_calls),
+        forward_patches=tuple(ForwardPatch(*row) for row in patches),
         parsed=bool(parsed),
     )

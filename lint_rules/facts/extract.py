@@ -15,12 +15,16 @@ import libcst as cst
 
 from lint_rules.facts.classes import Classes
 from lint_rules.facts.entry_uses import EntryUses
+from lint_rules.facts.forward_patches import ForwardPatches
+from lint_rules.facts.init_contexts import InitContexts
+from lint_rules.facts.meta_submodules import MetaSubmodules
 from lint_rules.facts.model import FileFacts
 from lint_rules.facts.model_flow import ModelFlow
 from lint_rules.facts.traversal import Collector, FileWalk
 from lint_rules.noqa import noqa_lines
 
-COLLECTORS: tuple[type[Collector], ...] = (EntryUses, Classes, ModelFlow)
+COLLECTORS: tuple[type[Collector], ...] = (EntryUses, Classes, ModelFlow, MetaSubmodules, InitContexts,
+                                           ForwardPatches)
 
 __all__ = ["COLLECTORS", "extract", "wanted"]
 
@@ -44,10 +48,10 @@ def extract(source: str, path: str, module: str = "", is_package: bool = False, 
         tree = cst.parse_module(source)
     walk = FileWalk(source, module, is_package, active, locate=locate)
     fields = walk.run(tree)
-    return FileFacts(path=path, module=module, imports=walk.names.as_facts(), classes=fields.get("classes", ()),
-                     marks=fields.get("marks", ()), noqa=noqa_lines(source),
-                     quoted=_quoted_private(source), functions=fields.get("functions", ()),
-                     wrap_sites=fields.get("wrap_sites", ()), wrapped_calls=fields.get("wrapped_calls", ()))
+    fields.setdefault("classes", ())
+    fields.setdefault("marks", ())
+    return FileFacts(path=path, module=module, imports=walk.names.as_facts(), noqa=noqa_lines(source),
+                     quoted=_quoted_private(source), **fields)
 
 
 def _quoted_private(source: str) -> tuple[str, ...]:

@@ -143,6 +143,47 @@ class WrappedCall:
 
 
 @dataclass(frozen=True)
+class MetaSubmodule:
+    """FWD101: ``self.<attr> = ...`` in a method of a class, with the value on the meta device."""
+
+    cls: str  # the class's qualname
+    attr: str
+    line: int
+    col: int  # 0-based column of the attribute's name in ``self.<attr>``
+    how: str  # what puts it on meta, as written: 'with torch.device("meta")', '.to("meta")'...
+    value: str  # what the value is: a class reference ("pkg.Block"), "self", "self.<attr>", or "module"
+    materialised: bool = False  # the class later calls to_empty / load_state_dict(assign=True) on it
+
+
+@dataclass(frozen=True)
+class InitCall:
+    """FWD201: a call made inside an init context (``context`` says which), or a call made by a
+    method in a file that compiles something (``context`` empty), for following ``__init__``."""
+
+    scope: str  # qualname of the enclosing function or method ("" at module level)
+    callee: str  # resolved dotted name ("pkg.fast_fn", "GPT.load_from_checkpoint"); "self.<name>"
+    line: int
+    col: int  # 0-based column of the callee's last name
+    context: str = ""  # as written: "fabric.init_module()", 'torch.device("meta")', "_EmptyInit()"
+    local: bool = False  # the callee is a local variable bound to torch.compile(...) in that scope
+
+
+@dataclass(frozen=True)
+class ForwardPatch:
+    """FWD301: ``forward`` rebound on an object, or a class renamed through an instance."""
+
+    form: str  # "MethodType", "__get__", "partial", "assign", "setattr", "__dict__", "rename"
+    receiver: str  # the object as written ("m", "self.model"); "" if not a dotted name
+    receiver_ref: str  # the receiver resolved through imports and top-level classes ("" if none)
+    line: int
+    col: int  # 0-based column of ``at``
+    at: str  # the name at that position: "forward", "setattr", "__setattr__", "__dict__", "vars", "__name__"
+    scope: str  # qualname of the enclosing function ("" at module level)
+    function: str = ""  # the function bound, for MethodType / __get__ / partial, if a plain name
+    simple: bool = False  # exactly `<r>.forward = MethodType(<name>, <r>)`, alone on its line
+
+
+@dataclass(frozen=True)
 class FileFacts:
     path: str
     module: str  # dotted module name derived from the path ("" if unknown)
@@ -156,6 +197,10 @@ class FileFacts:
     functions: tuple[FunctionFacts, ...] = field(default=())  # module-level functions
     wrap_sites: tuple[WrapSite, ...] = field(default=())
     wrapped_calls: tuple[WrappedCall, ...] = field(default=())
+    meta_submodules: tuple[MetaSubmodule, ...] = field(default=())
+    compiled: tuple[str, ...] = field(default=())  # module-level names bound to torch.compile(...)
+    init_calls: tuple[InitCall, ...] = field(default=())
+    forward_patches: tuple[ForwardPatch, ...] = field(default=())
     # False when the text prefilter skipped the parse: no classes, no marks, imports unknown.
     parsed: bool = True
 

@@ -4,8 +4,10 @@ the lines we meant to insert, and does it still parse and compile?
 A codemod that reformats a line, drops a BOM or normalises CRLF would turn a one-line fix into
 a noisy diff (or a broken file). Rather than trusting LibCST's round trip, every result is
 compared with the original bytes line by line: only whole new lines whose text we planned may
-appear, and the one existing statement we may extend (an existing ``from X import ...`` that
-gets one more name) may change. Anything else refuses the fix.
+appear, the one existing statement we may extend (an existing ``from X import ...`` that
+gets one more name) may change, and a statement planned to be rewritten in place (FWD301's
+``m.forward = MethodType(f, m)`` -> ``patch_forward(m, f)``) may become exactly its planned text.
+Anything else refuses the fix.
 """
 
 from __future__ import annotations
@@ -31,6 +33,8 @@ class Plan:
 
     inserted: list[bytes] = field(default_factory=list)
     extended: Optional[tuple[int, int]] = None
+    # 1-based old line -> the stripped text that replaces it (a statement rewritten in place)
+    replaced: dict[int, bytes] = field(default_factory=dict)
 
 
 def verify(old: bytes, new: bytes, plan: Plan, path: str) -> None:
@@ -58,7 +62,16 @@ def verify(old: bytes, new: bytes, plan: Plan, path: str) -> None:
             continue
         if tag == "replace" and span is not None and span[0] - 1 <= i1 and i2 <= span[1]:
             continue
+        if tag in ("replace", "delete") and all(line in plan.replaced for line in range(i1 + 1, i2 + 1)):
+            got.extend(line.strip() for line in new_lines[j1:j2])
+            continue
         raise FixRefused(f"the fix would change existing line {i1 + 1}")
+    replacing = sorted(plan.replaced.values())
+    if replacing:  # each replaced line's new text appears once among the changed lines
+        for text in replacing:
+            if text not in got:
+                raise FixRefused("the fix would not rewrite the planned statement")
+            got.remove(text)
     if plan.extended is None and sorted(got) != wanted:
         raise FixRefused("the fix would insert unexpected lines")
     if plan.extended is not None and not set(got) <= set(wanted):

@@ -15,6 +15,9 @@ RULE_MODULES: tuple[str, ...] = (
     "fwd001_unmarked_entry",
     "fwd002_unmarked_call",
     "fwd003_invalid_mark",
+    "fwd101_meta_device_submodule",
+    "fwd201_compiled_call_in_init_context",
+    "fwd301_instance_forward_patch",
 )
 
 CODES: tuple[str, ...] = tuple(name.split("_", 1)[0].upper() for name in RULE_MODULES)

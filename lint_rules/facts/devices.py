@@ -1,0 +1,51 @@
+"""Reading device and init-context expressions: shared by the ``meta_submodules`` (FWD101) and
+``init_contexts`` (FWD201) collectors.
+
+``"meta"``, ``torch.device("meta")`` and ``device="meta"`` put tensors on the meta device; the
+``with`` items that change how modules are initialised are ``torch.device("meta")``,
+``X.init_module(...)`` (Lightning's ``Fabric.init_module`` and ``Trainer.init_module``: the
+method name is distinctive enough to match on any receiver, which is how users name their
+Fabric) and ``_EmptyInit(...)``; ``runtime_shim.empty_init(...)`` is deliberately not one (it is
+the compile-safe replacement). Names are resolved through the file's imports.
+"""
+
+from __future__ import annotations
+
+from typing import Optional
+
+import libcst as cst
+
+from lint_rules.facts.names import Names
+from lint_rules.facts.walk import dotted_name, string_value
+
+#: Lightning's empty-init mode, wherever it is imported from (``lightning.fabric.utilities.init``,
+#: ``lightning_fabric.utilities.init``, or a bare name in a test).
+_EMPTY_INIT = "_EmptyInit"
+
+
+def is_meta(expr: cst.BaseExpression, names: Names) -> bool:
+    """``"meta"`` or ``torch.device("meta")`` (also ``torch.device(type="meta")``)."""
+    if string_value(expr) == "meta":
+        return True
+    if isinstance(expr, cst.Call) and names.resolve(dotted_name(expr.func) or "") == "torch.device" and expr.args:
+        return string_value(expr.args[0].value) == "meta"
+    return False
+
+
+def meta_keyword(call: cst.Call, names: Names) -> bool:
+    """Is the call given ``device="meta"`` (or ``device=torch.device("meta")``)?"""
+    return any(a.keyword is not None and a.keyword.value == "device" and is_meta(a.value, names) for a in call.args)
+
+
+def init_context(expr: cst.BaseExpression, names: Names) -> Optional[str]:
+    """How a ``with`` item that changes module initialisation is shown, or None."""
+    if is_meta(expr, names) and isinstance(expr, cst.Call):
+        return 'torch.device("meta")'
+    if not isinstance(expr, cst.Call):
+        return None
+    func = dotted_name(expr.func) or ""
+    if func.rpartition(".")[2] == "init_module" and "." in func:
+        return f"{func}()"
+    if names.resolve(func).rpartition(".")[2] == _EMPTY_INIT:
+        return f"{_EMPTY_INIT}()"
+    return None

@@ -1,0 +1,155 @@
+"""Collector ``init_contexts``: what is compiled, and what is called inside init contexts (FWD201).
+
+* ``compiled``: module-level names bound to ``torch.compile(...)`` or defined under
+  ``@torch.compile`` / ``@torch.compile(...)``. (Attributes ``self.x = torch.compile(...)`` are
+  attribute sources of the ``classes`` facts, and decorated methods carry their decorators.)
+* ``init_calls`` with a ``context``: every call inside the block of ``with torch.device("meta")``,
+  ``with <x>.init_module(...)`` or ``with _EmptyInit(...)`` (``devices.init_context``), in any
+  scope, nested definitions left out. A local variable bound to ``torch.compile(...)`` earlier in
+  the same function is marked ``local``; ``self.<name>(...)`` keeps ``self`` as written-for-the-rule.
+* ``init_calls`` without a context: the calls of ``self.<name>(...)`` and of plain names made by
+  each class's ``__init__`` and ``configure_model`` and by the helper methods they reach through
+  ``self.<name>(...)``, so the rule can follow construction to a compiled call. Their positions are
+  computed only in files that mention ``compile`` (elsewhere ``line`` is 0: such a call is an edge
+  of a chain, or a call of a compiled function of another file, shown without its line).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Optional
+
+import libcst as cst
+
+from lint_rules.facts.devices import init_context
+from lint_rules.facts.meta_submodules import self_name
+from lint_rules.facts.model import InitCall
+from lint_rules.facts.traversal import Collector, Scope
+from lint_rules.facts.walk import LEAVES, child_nodes, dotted_name
+
+COMPILE = "torch.compile"
+#: Methods that run while a model is built: what a chain from a construction starts with.
+INIT_METHODS = frozenset({"__init__", "configure_model"})
+
+
+@dataclass
+class _Call:
+    scope: str
+    callee: str
+    node: cst.CSTNode  # the callee's last name
+    context: str
+    local: bool
+
+
+def _qualname(scope: Scope) -> str:
+    """The enclosing function's qualified name ("" at module level); a method's for its nested code."""
+    current: Optional[Scope] = scope
+    while current is not None and current.kind != "function":
+        current = current.parent
+    if current is None:
+        return ""
+    while current.method is not None and current.node is not current.method and current.parent is not None:
+        current = current.parent  # code of a function nested in a method runs as part of the method
+    return current.prefix.removesuffix(".<locals>.")
+
+
+class InitContexts(Collector):
+    name = "init_contexts"
+    triggers = ("class", "compile", "init_module", "_EmptyInit", "meta")
+    handlers = {cst.With: "on_with", cst.Assign: "on_assign", cst.FunctionDef: "on_def", cst.Call: "on_call"}
+
+    def __init__(self, walk: Any) -> None:
+        super().__init__(walk)
+        self.compiles = "compile" in walk.source
+        self.compiled: list[str] = []
+        self.locals: dict[cst.CSTNode, set[str]] = {}  # function -> local names bound to torch.compile
+        self.calls: list[_Call] = []
+        self.seen: set[cst.Call] = set()  # calls already recorded inside a context
+
+    def wants_expressions(self, scope: Scope) -> bool:
+        return scope.method is not None
+
+    def _is_compile(self, expr: Optional[cst.BaseExpression]) -> bool:
+        return (isinstance(expr, cst.Call) and
+                self.walk.names.resolve(dotted_name(expr.func) or "") == COMPILE)
+
+    def on_assign(self, node: cst.Assign, scope: Scope) -> None:
+        if not self._is_compile(node.value):
+            return
+        for target in node.targets:
+            if isinstance(target.target, cst.Name):
+                function = scope.function
+                if function is None:
+                    self.compiled.append(target.target.value)
+                else:
+                    self.locals.setdefault(function.node, set()).add(target.target.value)
+
+    def on_def(self, node: cst.FunctionDef, scope: Scope) -> None:
+        if scope.kind == "module" and COMPILE in self.walk.names.decorators(node):
+            self.compiled.append(node.name.value)
+
+    def on_with(self, node: cst.With, scope: Scope) -> None:
+        context = next((c for c in (init_context(i.item, self.walk.names) for i in node.items) if c), None)
+        if context is None:
+            return
+        me = self_name(scope)
+        function = scope.function
+        local = self.locals.get(function.node, set()) if function is not None else set()
+        stack: list[cst.CSTNode] = [node.body]
+        while stack:
+            current = stack.pop()
+            if isinstance(current, (cst.FunctionDef, cst.ClassDef, cst.Lambda)) or type(current) in LEAVES:
+                continue
+            if isinstance(current, cst.Call) and current not in self.seen:
+                self.seen.add(current)
+                self._record(current, scope, me, context, local)
+            stack.extend(child_nodes(current))
+
+    def on_call(self, call: cst.Call, scope: Scope) -> None:
+        if call not in self.seen and scope.method is not None:
+            self._record(call, scope, self_name(scope), "", set())
+
+    def _record(self, call: cst.Call, scope: Scope, me: Optional[str], context: str, local: set[str]) -> None:
+        func = call.func
+        text = dotted_name(func)
+        if text is None:
+            return
+        root, _, rest = text.partition(".")
+        if me is not None and root == me:
+            if not rest or "." in rest:
+                return
+            callee = f"self.{rest}"
+        elif not context and "." in text:
+            return  # outside contexts only plain names matter (module-level compiled functions)
+        else:
+            callee = text if root in local else self.walk.names.resolve(text)
+        last = func.attr if isinstance(func, cst.Attribute) else func
+        self.calls.append(_Call(_qualname(scope), callee, last, context, root in local))
+
+    def _init_reached(self) -> set[str]:
+        """Scopes of ``__init__``/``configure_model`` and the helper methods they reach via ``self.<name>(...)``."""
+        edges: dict[str, list[str]] = {}
+        for call in self.calls:
+            if call.callee.startswith("self.") and "." in call.scope:
+                edges.setdefault(call.scope, []).append(f"{call.scope.rpartition('.')[0]}.{call.callee[5:]}")
+        todo = [c.scope for c in self.calls if c.scope.rpartition(".")[2] in INIT_METHODS]
+        reached: set[str] = set()
+        while todo:
+            scope = todo.pop()
+            if scope not in reached:
+                reached.add(scope)
+                todo.extend(edges.get(scope, ()))
+        return reached
+
+    def finish(self, results: dict[str, dict[str, Any]]) -> dict[str, Any]:
+        fields: dict[str, Any] = {}
+        if self.compiled:
+            fields["compiled"] = tuple(dict.fromkeys(self.compiled))
+        reached = self._init_reached()
+        kept = [c for c in self.calls if c.context or c.scope in reached]
+        if kept:
+            located = [c.node for c in kept if c.context or self.compiles]
+            positions = self.walk.positions(located) if located else {}
+            fields["init_calls"] = tuple(
+                InitCall(c.scope, c.callee, *positions.get(c.node, (0, 0)), c.context, c.local) for c in kept)
+        return fields

@@ -1,0 +1,125 @@
+"""FWD301's fixer: ``m.forward = types.MethodType(f, m)`` -> ``patch_forward(m, f)``.
+
+Only the plain form is rewritten (the facts' ``simple`` flag: one statement alone on its line,
+``f`` a plain name, the same object bound and patched). The statement keeps its indentation,
+comments and line ending; ``patch_forward`` is imported from ``runtime_shim`` with
+``imports.ensure_import``. Every other form is reported as not fixed, with the reason.
+"""
+
+from __future__ import annotations
+
+import re
+from itertools import groupby
+from pathlib import Path
+from typing import Sequence
+
+import libcst as cst
+
+from lint_rules import contract
+from lint_rules.diagnostics import Diagnostic
+from lint_rules.fix.imports import ensure_import, expression
+from lint_rules.fix.locate import simple_statements_by_line
+from lint_rules.fix.result import FileFix, FixContext, Unfixed, line_suppresses, map_tasks
+from lint_rules.fix.verify import FixRefused, Plan, verify
+from lint_rules.source import decode
+
+FUNCTION = "patch_forward"
+
+
+class _Rewrite(cst.CSTTransformer):
+    """Replaces the small statement of each target line, descending only towards them."""
+
+    def __init__(self, targets: dict[cst.SimpleStatementLine, cst.BaseSmallStatement], ancestors: set[cst.CSTNode]):
+        self.targets = targets
+        self.ancestors = ancestors
+
+    def on_visit(self, node: cst.CSTNode) -> bool:
+        return isinstance(node, cst.Module) or node in self.ancestors
+
+    def leave_SimpleStatementLine(self, original_node: cst.SimpleStatementLine,
+                                  updated_node: cst.SimpleStatementLine) -> cst.SimpleStatementLine:
+        new = self.targets.get(original_node)
+        return updated_node.with_changes(body=[new]) if new is not None else updated_node
+
+
+def _call(assign: cst.Assign, reference: str) -> cst.Expr:
+    """``patch_forward(<receiver>, <function>)`` from ``<receiver>.forward = MethodType(<function>, <receiver>)``."""
+    target = assign.targets[0].target
+    value = assign.value
+    assert isinstance(target, cst.Attribute) and isinstance(value, cst.Call)
+    args = [cst.Arg(target.value, comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))),
+            cst.Arg(value.args[0].value)]
+    return cst.Expr(cst.Call(func=expression(reference), args=args))
+
+
+def fix_source(path: str, old: bytes, diagnostics: Sequence[Diagnostic]) -> FileFix:
+    result = FileFix(path, old, old)
+    module = cst.parse_module(old)
+    code = decode(old)
+    lines = re.split(r"\r\n|\r|\n", code)  # Python's line ends only, as the facts count them
+    by_line = {line + len(getattr(entry[0], "leading_lines", ())): entry  # the statement's own line
+               for line, entry in simple_statements_by_line(module).items()}
+    chosen: dict[cst.SimpleStatementLine, tuple[cst.Assign, int, int]] = {}
+    ancestors: set[cst.CSTNode] = set()
+    for diagnostic in diagnostics:
+        hit = by_line.get(diagnostic.line)
+        node = hit[0] if hit is not None else None
+        small = node.body[0] if isinstance(node, cst.SimpleStatementLine) and len(node.body) == 1 else None
+        if not isinstance(small, cst.Assign):
+            result.unfixed.append(Unfixed(diagnostic, f"cannot find the statement at line {diagnostic.line}"))
+            continue
+        if line_suppresses(lines[diagnostic.line - 1], diagnostic.line, diagnostic.code):
+            result.unfixed.append(Unfixed(diagnostic, "the line carries # noqa"))
+            continue
+        assert hit is not None and isinstance(node, cst.SimpleStatementLine)
+        chosen[node] = (small, hit[2], diagnostic.line)
+        ancestors.update(hit[1])
+        result.fixed.append(diagnostic)
+    if not chosen:
+        return result
+    edit = ensure_import(module, contract.DECORATOR_MODULE, FUNCTION, min(top for _, top, _ in chosen.values()), code)
+    targets = {node: _call(assign, edit.reference) for node, (assign, _, _) in chosen.items()}
+    new_module = edit.module.visit(_Rewrite(targets, ancestors))
+    replaced = {line: cst.Module([]).code_for_node(node.with_changes(body=[targets[node]], leading_lines=[]))
+                .strip().encode("utf-8") for node, (_, _, line) in chosen.items()}
+    plan = Plan(inserted=[edit.inserted] if edit.inserted is not None else [], extended=edit.extended,
+                replaced=replaced)
+    new = new_module.bytes
+    try:
+        verify(old, new, plan, path)
+    except FixRefused as refused:
+        result.error = f"fix not applied: {refused}"
+        result.unfixed.extend(Unfixed(d, f"fix refused: {refused}") for d in result.fixed)
+        result.fixed = []
+        return result
+    result.new = new
+    return result
+
+
+def _fix_one(task: tuple[str, tuple[Diagnostic, ...]]) -> FileFix:
+    path, diagnostics = task
+    try:
+        return fix_source(path, Path(path).read_bytes(), diagnostics)
+    except (OSError, cst.ParserSyntaxError, RecursionError, SyntaxError, UnicodeDecodeError) as error:
+        text = str(error).strip()
+        message = f"fix not applied: {type(error).__name__}: {text.splitlines()[0] if text else ''}"
+        return FileFix(path, error=message, unfixed=[Unfixed(d, "fix failed") for d in diagnostics])
+
+
+def fix(context: FixContext, diagnostics: Sequence[Diagnostic]) -> tuple[list[FileFix], list[Unfixed]]:
+    """Rewrite the plain ``MethodType`` patches; say why every other one stays."""
+    fixable, unfixed = [], []
+    for d in diagnostics:
+        view = context.analysis.view_for(d.path)
+        facts = view.files.get(d.path) if view is not None else None
+        patch = next((p for p in facts.forward_patches if p.line == d.line and p.col == d.col), None) if facts else None
+        if patch is not None and patch.simple:
+            fixable.append(d)
+        elif patch is not None and patch.form == "rename":
+            unfixed.append(Unfixed(d, "a class renamed through an instance has no mechanical replacement; "
+                                      f"use {contract.DECORATOR_MODULE}.{FUNCTION}(obj, fn, name=...)"))
+        else:
+            unfixed.append(Unfixed(d, f"only `m.forward = types.MethodType(f, m)` with a plain function name is "
+                                      f"rewritten to {FUNCTION}(m, f) automatically"))
+    tasks = [(path, tuple(group)) for path, group in groupby(sorted(fixable), key=lambda d: d.path)]
+    return map_tasks(_fix_one, tasks, context.jobs), unfixed

@@ -1,0 +1,143 @@
+"""FWD101 meta-device-submodule: a submodule is created on the meta device and stays in the module tree.
+
+A model that keeps a frozen copy or a template of a submodule on the meta device (for shape
+inference, as a blueprint for later copies) and stores it as ``self.<attr>`` registers it as a
+submodule. Its tensors have no data, so the next ``model.to(device)``, ``fabric.setup(model)`` or
+``DistributedDataParallel(model)`` fails with ``NotImplementedError: Cannot copy out of meta
+tensor; no data!``, far from the line that caused it, on every rank. (Lightning users have met this
+with models that keep a meta copy of themselves.)
+
+What is reported
+    In a method of an ``nn.Module`` subclass, ``self.<attr> = <value>`` where the value is a module
+    (its class resolved through the project view, installed packages included; ``self``; or a
+    submodule of ``self``) put on the meta device by
+
+    * being built inside ``with torch.device("meta"):``;
+    * ``.to("meta")``, ``.to(device="meta")``, ``.to(torch.device("meta"))`` or
+      ``.to_empty(device="meta")`` (also after ``.eval()``, ``.requires_grad_(False)``...), applied
+      to a constructor call, to ``self``, to a submodule, or to ``copy.deepcopy`` of those;
+    * a constructor called with ``device="meta"``.
+
+Not reported
+    * The deliberate deferred-init pattern: a model built under meta outside any module (in a
+      function or at top level), then ``to_empty`` / ``load_state_dict(assign=True)``; and an
+      attribute that a method of the class materialises (``self.<attr>.to_empty(device=...)``,
+      ``self.to_empty(...)``, ``load_state_dict(..., assign=True)``).
+    * Templates kept out of the module tree: ``self._tpl = [Block()]``, a dict,
+      ``object.__setattr__(self, "tpl", ...)``, a factory method that builds one on demand.
+    * Meta tensors stored as plain attributes (``torch.empty(..., device="meta")``): not modules.
+    * Values whose class the project cannot resolve: no guessing.
+
+Fix (by hand; both named in the message)
+    keep the template out of the module tree (``self._tpl = [Block()]`` or
+    ``object.__setattr__(self, "_tpl", Block())``), or build it on demand in a method. At run time,
+    ``runtime_shim.check_no_meta(model)`` (also run by ``guard`` and ``install`` before a wrapper that
+    would fail) names every meta parameter and buffer and the submodule that owns it.
+
+Real code
+    See ``benchmarks/hazard_labels.tsv`` for the packages searched and every occurrence labelled.
+"""
+
+from __future__ import annotations
+
+from typing import Iterator, Optional
+
+from lint_rules import contract
+from lint_rules.computation import analysis_for
+from lint_rules.diagnostics import Diagnostic
+from lint_rules.facts.model import FileFacts, MetaSubmodule
+from lint_rules.project import ClassRef, ProjectIndex
+from lint_rules.rules.base import Invalid, Valid
+
+CODE = "FWD101"
+NAME = "meta-device-submodule"
+NEEDS = ("classes", "entry_uses", "meta_submodules")
+FIXERS: dict = {}
+
+VALID = (
+    Valid("""
+import torch
+import torch.nn as nn
+
+
+class Block(nn.Module):
+    def forward(self, x):
+        return x
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.block = Block()
+        with torch.device("meta"):
+            self._templates = [Block()]          # a plain list: not a submodule
+            object.__setattr__(self, "_shape_probe", Block())
+        self.scale = torch.empty(3, device="meta")   # a tensor attribute, not a submodule
+
+    def new_block(self):
+        with torch.device("meta"):
+            return Block()
+
+
+def build():
+    with torch.device("meta"):                   # deferred init of a whole model
+        model = Model()
+    model.to_empty(device="cpu")
+    return model
+"""),
+)
+
+INVALID = (
+    Invalid("""
+import copy
+
+import torch
+import torch.nn as nn
+
+
+class Block(nn.Module):
+    def forward(self, x):
+        return x
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.block = Block()
+        with torch.device("meta"):
+            self.template = Block()  # expect: FWD101 "Model.template is a submodule created on the meta device"
+        self.frozen = copy.deepcopy(self.block).to("meta")  # expect: FWD101 "Cannot copy out of meta tensor"
+        self.probe = nn.Linear(4, 4, device="meta")  # expect: FWD101 "object.__setattr__"
+"""),
+)
+
+
+def _is_module_value(view: ProjectIndex, facts: FileFacts, ref: ClassRef, found: MetaSubmodule) -> Optional[bool]:
+    if found.value in ("self", "module"):
+        return True
+    if found.value.startswith("self."):
+        return analysis_for(view, ref).is_submodule(found.value[5:])
+    verdict = view.is_module_ref(found.value, facts)
+    if verdict is None and "." in found.value:  # a factory on a class: Block.from_config(..., device="meta")
+        owner = view.find_class(found.value.rpartition(".")[0], facts)
+        verdict = view.is_module_class(owner) if owner is not None else None
+    return verdict
+
+
+def message(cls: str, found: MetaSubmodule) -> str:
+    return (f"{cls}.{found.attr} is a submodule created on the meta device ({found.how}): it is registered in the "
+            f"module tree, so model.to(device), fabric.setup and DDP fail with 'NotImplementedError: Cannot copy "
+            f"out of meta tensor; no data!'; keep it out of the tree (self._{found.attr.lstrip('_')} = [...] or "
+            f"object.__setattr__(self, '{found.attr}', ...)) or build it on demand in a method "
+            f"({contract.DECORATOR_MODULE}.check_no_meta(model) names such tensors at run time)")
+
+
+def check(view: ProjectIndex, facts: FileFacts) -> Iterator[Diagnostic]:
+    for found in facts.meta_submodules:
+        cls = facts.class_named(found.cls)
+        if found.materialised or cls is None:
+            continue
+        ref = ClassRef(facts, cls)
+        if not view.is_module_class(ref) or not _is_module_value(view, facts, ref, found):
+            continue
+        yield Diagnostic(facts.path, found.line, found.col, CODE, message(found.cls, found), f"{found.cls}.{found.attr}")

@@ -1,0 +1,232 @@
+"""FWD201 compiled-call-in-init-context: a ``torch.compile``d module or function runs inside an init context.
+
+Lightning builds models inside contexts that change how tensors are created:
+``fabric.init_module()`` and ``trainer.init_module()`` enter ``_EmptyInit``, a ``TorchFunctionMode``
+whose Python ``__torch_function__`` branches on its own state to skip ``torch.nn.init``; the Trainer
+runs ``configure_model`` inside the same mode (disabled, but still entered); ``torch.device("meta")``
+is a device context. Running a compiled module or function there makes Dynamo trace through the
+mode (Lightning users met ``Dynamic control flow is not supported``) or on meta tensors, and the
+failure appears far from the cause, at model construction on every rank. Building (compiling) a
+module inside the context is fine; *calling* it there is the hazard.
+
+What is reported
+    * A call, inside ``with <x>.init_module(...)``, ``with torch.device("meta")`` or
+      ``with _EmptyInit(...)``, of something compiled: a name bound to ``torch.compile(...)``
+      (local, module-level, or imported from another file of the project), a function defined
+      under ``@torch.compile``, an attribute ``self.x = torch.compile(...)`` of the enclosing
+      class, or a method decorated with ``@torch.compile``.
+    * Constructing a class, or ``Cls.load_from_checkpoint(...)``, inside one of those contexts when
+      the class's ``__init__`` (through its helper methods, any depth, bases included) calls
+      something compiled: reported at the construction, with the chain.
+    * A LightningModule's ``configure_model`` that calls something compiled (directly or through
+      helper methods): the Trainer always runs it inside ``_EmptyInit``.
+
+Not reported
+    Compiling inside a context (``self.block = torch.compile(Block())``), compiled calls after the
+    block ends, ``runtime_shim.empty_init()`` blocks (the compile-safe replacement), and calls
+    whose callee the project cannot resolve.
+
+Fix (by hand, named in the message)
+    Call the compiled module after the ``with`` block (move shape probes or warm-up calls out of
+    ``__init__``/``configure_model`` into the first step or a separate method), or build the model
+    under ``runtime_shim.empty_init()``, which skips parameter initialisation like ``_EmptyInit``
+    but enters no mode when disabled and branches on nothing inside ``__torch_function__``.
+
+Real code
+    See ``benchmarks/hazard_labels.tsv`` for the packages searched and every occurrence labelled.
+"""
+
+from __future__ import annotations
+
+from typing import Iterator, Optional
+
+from lint_rules import contract
+from lint_rules.diagnostics import Diagnostic
+from lint_rules.facts.init_contexts import COMPILE
+from lint_rules.facts.model import SRC_CALL, FileFacts, InitCall
+from lint_rules.project import ClassRef, ProjectIndex
+from lint_rules.rules.base import Invalid, Valid
+
+CODE = "FWD201"
+NAME = "compiled-call-in-init-context"
+NEEDS = ("classes", "entry_uses", "init_contexts")
+FIXERS: dict = {}
+
+#: How deep helper methods are followed from ``__init__``/``configure_model``.
+MAX_DEPTH = 32
+
+VALID = (
+    Valid("""
+import torch
+import torch.nn as nn
+from runtime_shim import empty_init
+
+
+class Block(nn.Module):
+    def forward(self, x):
+        return x
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.block = torch.compile(Block())      # compiling is fine
+
+    def forward(self, x):
+        return self.block(x)
+
+
+def main(fabric):
+    with fabric.init_module(empty_init=True):
+        model = Model()
+    model(torch.zeros(2))                        # after the block: fine
+    with empty_init():
+        other = Model()
+        other(torch.zeros(2))
+"""),
+)
+
+INVALID = (
+    Invalid("""
+import torch
+import torch.nn as nn
+import lightning as L
+
+
+class Block(nn.Module):
+    def forward(self, x):
+        return x
+
+
+class Probe(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.block = torch.compile(Block())
+        self._infer_shapes()
+
+    def _infer_shapes(self):
+        self.out = self.block(torch.zeros(1, 4)).shape
+
+
+class Lit(L.LightningModule):
+    def __init__(self):
+        super().__init__()
+        self.block = torch.compile(Block())
+
+    def configure_model(self):  # expect: FWD201 "Lit.configure_model runs compiled self.block"
+        self.block(torch.zeros(1, 4))
+
+
+def main(fabric):
+    fast = torch.compile(Block())
+    with fabric.init_module(empty_init=True):
+        fast(torch.zeros(1, 4))  # expect: FWD201 "compiled `fast` is called inside fabric.init_module()"
+        probe = Probe()  # expect: FWD201 "Probe.__init__ -> _infer_shapes -> self.block(...)"
+"""),
+)
+
+
+def _compiled_name(view: ProjectIndex, facts: FileFacts, callee: str) -> bool:
+    """A module-level name bound to torch.compile, here or in the module it is imported from."""
+    if callee in facts.compiled:
+        return True
+    module, _, name = callee.rpartition(".")
+    if not module:
+        return False
+    if module == facts.module:
+        return name in facts.compiled
+    target = view.module(module)
+    return target is not None and name in target.compiled
+
+
+def _compiled_member(view: ProjectIndex, ref: ClassRef, name: str) -> bool:
+    """``self.<name>``: an attribute assigned ``torch.compile(...)`` or a ``@torch.compile`` method."""
+    for item in view.mro(ref):
+        for attr, sources in item.cls.attrs:
+            if attr == name and any(s.kind == SRC_CALL and s.ref == COMPILE for s in sources):
+                return True
+        for method in item.cls.methods:
+            if method.name == name and COMPILE in method.decorators:
+                return True
+    return False
+
+
+def _owner(view: ProjectIndex, ref: ClassRef, method: str) -> Optional[ClassRef]:
+    """The class in the MRO that defines ``method``."""
+    return next((item for item in view.mro(ref) if any(m.name == method for m in item.cls.methods)), None)
+
+
+def _shown(call: InitCall) -> str:
+    return f"{call.callee}(...) at line {call.line}" if call.line else f"{call.callee}(...)"
+
+
+def reaches_compiled(view: ProjectIndex, ref: ClassRef, method: str, seen: Optional[set[str]] = None,
+                     depth: int = 0) -> Optional[list[str]]:
+    """The chain from ``method`` to a compiled call (``["_probe", "self.block(...) at line 9"]``)."""
+    seen = set() if seen is None else seen
+    owner = _owner(view, ref, method)
+    if owner is None or method in seen or depth > MAX_DEPTH:
+        return None
+    seen.add(method)
+    scope = f"{owner.cls.qualname}.{method}"
+    for call in owner.file.init_calls:
+        if call.scope != scope:
+            continue
+        if call.callee.startswith("self."):
+            name = call.callee[5:]
+            if _compiled_member(view, ref, name):
+                return [_shown(call)]
+            deeper = reaches_compiled(view, ref, name, seen, depth + 1)
+            if deeper is not None:
+                return [name, *deeper]
+        elif _compiled_name(view, owner.file, call.callee):
+            return [_shown(call)]
+    return None
+
+
+def _advice(context: str) -> str:
+    return (f"{context} makes Dynamo trace through Lightning's TorchFunctionMode or a device context (seen as "
+            f"'Dynamic control flow is not supported'); call the compiled code after the block, or build under "
+            f"{contract.DECORATOR_MODULE}.empty_init(), which skips initialisation without branching inside "
+            f"__torch_function__")
+
+
+def _context_call(view: ProjectIndex, facts: FileFacts, call: InitCall) -> Optional[str]:
+    if call.callee.startswith("self."):
+        cls = facts.class_named(call.scope.rpartition(".")[0])
+        if cls is not None and _compiled_member(view, ClassRef(facts, cls), call.callee[5:]):
+            return f"compiled `{call.callee}` is called inside {call.context}: {_advice(call.context)}"
+        return None
+    if call.local or _compiled_name(view, facts, call.callee):
+        name = call.callee.rpartition(".")[2]
+        return f"compiled `{name}` is called inside {call.context}: {_advice(call.context)}"
+    found = view.find_class(call.callee, facts)
+    if found is None and call.callee.endswith(".load_from_checkpoint"):
+        found = view.find_class(call.callee.rpartition(".")[0], facts)
+    if found is None:
+        return None
+    chain = reaches_compiled(view, found, "__init__")
+    if chain is None:
+        return None
+    what = contract.format_chain([f"{found.cls.qualname}.__init__", *chain])
+    return f"building {found.cls.qualname} inside {call.context} runs compiled code ({what}): {_advice(call.context)}"
+
+
+def check(view: ProjectIndex, facts: FileFacts) -> Iterator[Diagnostic]:
+    for call in facts.init_calls:
+        if call.context:
+            problem = _context_call(view, facts, call)
+            if problem is not None:
+                yield Diagnostic(facts.path, call.line, call.col, CODE, problem, call.callee)
+    for cls in facts.classes:
+        method = next((m for m in cls.methods if m.name == "configure_model"), None)
+        ref = ClassRef(facts, cls)
+        if method is None or not view.is_lightning_class(ref):
+            continue
+        chain = reaches_compiled(view, ref, "configure_model")
+        if chain is not None:
+            what = contract.format_chain(chain)
+            yield Diagnostic(facts.path, method.line, method.col, CODE,
+                             f"{cls.qualname}.configure_model runs compiled {chain[-1].split('(')[0]} ({what}); the Trainer "
+                             f"calls configure_model inside _EmptyInit: {_advice('_EmptyInit')}",
+                             f"{cls.qualname}.configure_model")

@@ -1,0 +1,159 @@
+"""FWD301 instance-forward-patch: ``forward`` rebound on an instance, or a class renamed through one.
+
+Kernel libraries and quantisation tools swap a module's computation by rebinding ``forward`` on
+the instance (``m.forward = types.MethodType(fast_forward, m)``). The instance keeps its class, so
+``print(model)`` shows the original class names and nobody can tell whether the patch applied
+(Liger-Kernel's users could not). Worse, forward-routing wrappers collide with an instance
+``forward``: Lightning Fabric's ``mark_forward_method`` routes a method by temporarily replacing
+the instance's ``forward`` and restores whatever it found, and ``runtime_shim.guard`` leaves
+modules with an instance ``forward`` unguarded (no routing, no detection). The later fix of
+renaming the class (``type(m).__name__ = "LigerRMSNorm"``) renames it for every other instance and
+every other user of the class.
+
+Use ``runtime_shim.patch_forward(m, fast_forward, name="LigerRMSNorm")`` instead: it moves that one
+instance to a named subclass whose ``forward`` is the new function, so ``print`` tells the truth,
+``isinstance`` still holds, other instances are untouched, and ``state_dict``, ``deepcopy``,
+``pickle``, ``torch.compile`` and the wrappers keep working (``unpatch_forward`` undoes it).
+
+What is reported (anywhere but class bodies)
+    ``m.forward = types.MethodType(f, m)``, ``m.forward = f.__get__(m)``,
+    ``m.forward = functools.partial(f, m)``, any other ``<obj>.forward = ...`` on an instance
+    (``self.forward = self._fast``), ``setattr(m, "forward", ...)``,
+    ``object.__setattr__(m, "forward", ...)``, ``m.__dict__["forward"] = ...``,
+    ``vars(m)["forward"] = ...``; and renaming a class through an instance:
+    ``x.__class__.__name__ = ...``, ``type(x).__name__ = ...`` (also ``__qualname__`` and the
+    ``setattr`` spelling).
+
+Not reported
+    Patching a class (``Block.forward = f``, ``type(m).forward = f``): every instance changes
+    consistently and the printed class is still the one that runs; the receiver is a class when
+    the project view finds it as one, or, for an imported name whose source cannot be read, when
+    it is spelt in CapWords (the naming convention for classes, the one name-based judgement of
+    this rule). Assignments in class bodies (``forward = _fast_forward`` defines the class).
+
+Fix
+    ``--fix`` rewrites the plain form ``m.forward = types.MethodType(f, m)`` (a single statement
+    on its line, ``f`` a plain name, the same object on both sides) into
+    ``patch_forward(m, f)`` and imports ``patch_forward`` from ``runtime_shim``. Every other form
+    is reported as not fixed: a lambda, a partial or an attribute function may need ``self``
+    differently, and a rename has no mechanical replacement.
+
+Real code
+    Searched in liger-kernel, transformers, peft, accelerate, diffusers and lightning at the
+    versions in ``benchmarks/hazard_labels.tsv``, which lists every occurrence found and its
+    hand-made verdict.
+"""
+
+from __future__ import annotations
+
+from typing import Iterator
+
+from lint_rules import contract
+from lint_rules.diagnostics import Diagnostic
+from lint_rules.facts.model import FileFacts, ForwardPatch
+from lint_rules.fix.result import lazy_fixer
+from lint_rules.project import ProjectIndex
+from lint_rules.rules.base import Invalid, Valid
+
+CODE = "FWD301"
+NAME = "instance-forward-patch"
+NEEDS = ("forward_patches",)
+FIXERS = {style: lazy_fixer("lint_rules.fix.patch_forward", "fix") for style in ("decorator", "call")}
+
+VALID = (
+    Valid("""
+import torch.nn as nn
+from runtime_shim import patch_forward
+
+
+def fast_forward(self, x):
+    return x
+
+
+class Block(nn.Module):
+    forward = fast_forward
+
+
+def apply(model):
+    for module in model.modules():
+        if isinstance(module, nn.LayerNorm):
+            patch_forward(module, fast_forward, name="FastLayerNorm")
+    Block.forward = fast_forward          # the class itself: every instance alike
+    type(model).forward = fast_forward
+"""),
+)
+
+INVALID = (
+    Invalid("""
+import functools
+import types
+
+import torch.nn as nn
+
+
+def fast_forward(self, x):
+    return x
+
+
+class Model(nn.Module):
+    def __init__(self, fused):
+        super().__init__()
+        if fused:
+            self.forward = self._fused  # expect: FWD301 "rebinds forward on an instance"
+
+    def _fused(self, x):
+        return x
+
+
+def apply(model, norm):
+    norm.forward = types.MethodType(fast_forward, norm)  # expect: FWD301 "runtime_shim.patch_forward(norm"
+    norm.forward = fast_forward.__get__(norm)  # expect: FWD301 "print(model) still shows"
+    norm.forward = functools.partial(fast_forward, norm)  # expect: FWD301 "Fabric's mark_forward_method"
+    setattr(model, "forward", fast_forward)  # expect: FWD301 "setattr"
+    model.__dict__["forward"] = fast_forward  # expect: FWD301 "__dict__"
+    type(norm).__name__ = "FastNorm"  # expect: FWD301 "renames the class for every instance"
+"""),
+)
+
+_HOW = {
+    "MethodType": "types.MethodType(...)",
+    "__get__": "f.__get__(...)",
+    "partial": "functools.partial(...)",
+    "assign": "an assignment",
+    "setattr": "setattr(...)",
+    "__dict__": "its __dict__",
+}
+
+
+def _is_class(view: ProjectIndex, facts: FileFacts, patch: ForwardPatch) -> bool:
+    """Is the receiver a class (a class patch, not an instance one)?"""
+    if not patch.receiver_ref:
+        return False
+    if view.find_class(patch.receiver_ref, facts) is not None:
+        return True
+    last = patch.receiver_ref.rpartition(".")[2]
+    return last[:1].isupper() and not last.isupper()  # CapWords: a class whose source is not at hand
+
+
+def message(patch: ForwardPatch) -> str:
+    receiver = patch.receiver or "the object"
+    if patch.form == "rename":
+        name = patch.at if patch.at in ("__name__", "__qualname__") else "__name__"
+        return (f"renaming a class through an instance (type({receiver}).{name} = ...) renames the "
+                f"class for every instance and every other user of it, not just the patched one; use "
+                f"{contract.DECORATOR_MODULE}.patch_forward({receiver}, fn, name=...) to give one patched "
+                f"instance a class of its own")
+    function = patch.function or "fn"
+    return (f"{receiver}.forward: {_HOW[patch.form]} rebinds forward on an instance: print(model) still shows "
+            f"the original class, so nobody can tell the patch applied, and forward-routing wrappers collide "
+            f"with an instance forward (Fabric's mark_forward_method swaps it and restores what it found; "
+            f"runtime_shim.guard leaves the module unguarded); use "
+            f"{contract.DECORATOR_MODULE}.patch_forward({receiver}, {function}), which moves this instance to a "
+            f"named subclass")
+
+
+def check(view: ProjectIndex, facts: FileFacts) -> Iterator[Diagnostic]:
+    for patch in facts.forward_patches:
+        if patch.form != "rename" and _is_class(view, facts, patch):
+            continue
+        yield Diagnostic(facts.path, patch.line, patch.col, CODE, message(patch), f"{patch.receiver}.{patch.at}")
