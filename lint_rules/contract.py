@@ -130,18 +130,6 @@ def returned_generator_message(cls: str, method: str) -> str:
     )
 
 
-def meta_device_message(cls: str, params: list[str], buffers: list[str]) -> str:
-    parts = []
-    if params:
-        parts.append("parameters " + ", ".join(params))
-    if buffers:
-        parts.append("buffers " + ", ".join(buffers))
-    return (
-        f"guarded model {cls} still has tensors on the meta device ({'; '.join(parts)}); "
-        "materialise them (model.to_empty(device=...) and re-initialise) before running it"
-    )
-
-
 def route_not_consumed_message(cls: str, method: str, wrapper: str) -> str:
     return (
         f"routing {cls}.{method} through {wrapper} failed: the wrapper's forward returned without "

@@ -30,6 +30,13 @@ has run, including any direct use of parameters (``F.linear(x, self.weight)``), 
 detected -- the same gap as FWD001. No collective has been issued, so all ranks raise and none
 hangs.
 
+Three helpers for the wrapper hazards FWD101/FWD201/FWD301 report (``meta.py``, ``init_context.py``,
+``patching.py``): ``check_no_meta(model)`` names meta tensors and their owners before a wrapper or
+``.to()`` fails on them (run by itself before DDP is built and before Fabric moves a model);
+``empty_init()`` skips parameter initialisation with a mode that is compile-safe and absent when
+disabled; ``patch_forward(m, fn, name)`` gives one instance a named subclass whose ``forward`` is
+``fn`` instead of an instance ``forward`` (``unpatch_forward`` undoes it).
+
 Not covered: modules added to the model after ``guard`` (guard again), modules whose ``forward``
 was already patched on the instance (left alone, listed in ``record.skipped``), methods called
 through the class (``Cls.generate(model, x)`` bypasses the stand-in; reported with its own
@@ -56,6 +63,10 @@ __all__ = [
     "UnmarkedEntryError",
     "UnmarkedEntryWarning",
     "MetaDeviceError",
+    "check_no_meta",
+    "empty_init",
+    "patch_forward",
+    "unpatch_forward",
 ]
 
 _LAZY = {
@@ -64,6 +75,10 @@ _LAZY = {
     "unguard": "runtime_shim.api",
     "install": "runtime_shim.installer",
     "uninstall": "runtime_shim.installer",
+    "check_no_meta": "runtime_shim.meta",
+    "empty_init": "runtime_shim.init_context",
+    "patch_forward": "runtime_shim.patching",
+    "unpatch_forward": "runtime_shim.patching",
 }
 
 

@@ -8,6 +8,13 @@ it is not loaded yet, a meta-path hook patches ``_FabricModule`` when it is. ``u
 restores every patched attribute, unguards every wrapper guarded by ``install`` and stops the
 routing that importing ``runtime_shim`` started.
 
+Meta tensors (``meta.py``): the patched ``DistributedDataParallel.__init__`` runs
+``check_before_ddp`` before DDP's own code, and ``module_to_device`` of Fabric's DDP, single-device
+and DP strategies (patched with ``_FabricModule``: the wrappers module imports the strategies
+before it completes) runs ``check_before_fabric_move`` before ``fabric.setup`` moves the model: a
+clear ``MetaDeviceError`` on every rank instead of DDP's or ``.to()``'s cryptic failure. FSDP1 and
+FSDP2 are not checked at construction (deferred init is legitimate there).
+
 Modes rank ``route`` < ``warn`` < ``error``: importing ``runtime_shim`` installs ``route`` (wrappers
 of models with marks are guarded for routing only) and never lowers a mode ``install`` was given.
 """
@@ -24,6 +31,7 @@ from typing import Any, Callable, Optional
 from lint_rules.contract import FSDP_REGISTER_CALL, GUARD_KEY, MARKS_KEY, check_mode
 from runtime_shim.api import guard, has_marks, unguard
 from runtime_shim.import_hooks import AfterImport
+from runtime_shim.meta import FABRIC_MOVING_STRATEGIES, check_before_ddp, check_before_fabric_move
 from runtime_shim.wrappers import FABRIC_MODULES, is_fabric_module
 
 ROUTE = "route"
@@ -70,6 +78,27 @@ def _patched_init(original: Callable[..., None]) -> Callable[..., None]:
     return __init__
 
 
+def _patched_ddp_init(original: Callable[..., None]) -> Callable[..., None]:
+    @functools.wraps(original)
+    def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
+        if _mode is not None:  # before DDP's device checks and collectives: every rank raises, none hangs
+            check_before_ddp(original, self, args, kwargs)
+        original(self, *args, **kwargs)
+        _guard_new(self)
+
+    return __init__
+
+
+def _patched_module_to_device(original: Callable[..., None]) -> Callable[..., None]:
+    @functools.wraps(original)
+    def module_to_device(self: Any, module: Any) -> None:
+        if _mode is not None:
+            check_before_fabric_move(self, module)
+        original(self, module)
+
+    return module_to_device
+
+
 def _patched_fully_shard(original: Callable[..., Any]) -> Callable[..., Any]:
     @functools.wraps(original)  # also copies fully_shard.state
     def fully_shard(module: Any, *args: Any, **kwargs: Any) -> Any:
@@ -98,7 +127,7 @@ def _patched_register(original: Callable[..., Any]) -> Callable[..., Any]:
 def _patch_torch() -> None:
     from torch.nn.parallel import DistributedDataParallel
 
-    _patch(DistributedDataParallel, "__init__", _patched_init)
+    _patch(DistributedDataParallel, "__init__", _patched_ddp_init)
     if "torch.distributed.fsdp" not in sys.modules and _mode == ROUTE:
         return  # routing waits for FSDP's own import (routing.WATCHED) rather than causing it
     from torch.distributed.fsdp import FullyShardedDataParallel
@@ -123,6 +152,11 @@ def _patch_fabric(module: Any) -> None:
     cls = getattr(module, "_FabricModule", None)
     if cls is not None:
         _patch(cls, "__init__", _patched_init)
+    package = module.__name__.rpartition(".")[0]  # lightning.fabric or lightning_fabric
+    for sub, name in FABRIC_MOVING_STRATEGIES:  # imported by the wrappers module before it completes
+        strategy = getattr(sys.modules.get(f"{package}.{sub}"), name, None)
+        if strategy is not None:
+            _patch(strategy, "module_to_device", _patched_module_to_device)
 
 
 def _after_fabric_import(name: str, module: Any) -> None:

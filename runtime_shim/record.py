@@ -24,7 +24,6 @@ from lint_rules.contract import (
     MARKS_KEY,
     bypassed_mark_message,
     is_lightning_module,
-    meta_device_message,
     returned_generator_message,
     route_not_consumed_message,
     unmarked_entry_message,
@@ -32,7 +31,7 @@ from lint_rules.contract import (
 from runtime_shim import _forwards
 from runtime_shim._state import STATE, inside
 from runtime_shim.detect import find_entry, user_class_name
-from runtime_shim.errors import MetaDeviceError, UnmarkedEntryError, UnmarkedEntryWarning
+from runtime_shim.errors import UnmarkedEntryError, UnmarkedEntryWarning
 from runtime_shim.marks import is_marked
 
 _WRAPPER_PREFIXES = ("_fsdp_wrapped_module.", "_checkpoint_wrapped_module.", "_orig_mod.")
@@ -225,16 +224,15 @@ class GuardRecord:
             warnings.warn(message, UnmarkedEntryWarning, stacklevel=5)
 
     def check_meta(self) -> None:
-        """Once per guard: refuse to run a model that still has meta tensors, naming them."""
+        """Once per guard: refuse to run a model that still has meta tensors, naming them and their
+        owning submodules (``runtime_shim.meta``'s message)."""
+        from runtime_shim.meta import find_meta, raise_for  # meta imports this module
+
         self.meta_pending = False
-        params = [n for n, p in self.root.named_parameters() if _is_meta(p)]
-        buffers = [n for n, b in self.root.named_buffers() if _is_meta(b)]
-        if params or buffers:
+        report = find_meta(self.wrapper if self.kind == "fsdp1" else self.root)  # FSDP1: flat param names
+        if report:
             self.meta_pending = True  # keep refusing until materialised
-            raise MetaDeviceError(
-                meta_device_message(user_class_name(self.root), [_clean_name(n) for n in params],
-                                    [_clean_name(n) for n in buffers])
-            )
+            raise_for(report, "guarded model cannot run")
 
 
 def _meta_pre_hook(module: nn.Module, args: Any) -> None:

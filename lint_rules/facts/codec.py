@@ -16,7 +16,7 @@ from lint_rules.facts.model import (
     WrapSite, WrappedCall,
 )
 
-FORMAT = 5
+FORMAT = 6
 
 
 def _method(m: MethodFacts) -> list[Any]:
@@ -51,6 +51,7 @@ def encode(facts: FileFacts) -> str:
         facts.compiled,
         [_row(c) for c in facts.init_calls],
         [_row(p) for p in facts.forward_patches],
+        facts.attr_setters,
         facts.parsed,
     ], separators=(",", ":"))
 
@@ -58,7 +59,7 @@ def encode(facts: FileFacts) -> str:
 def decode(text: str, path: str) -> FileFacts:
     """Raises ``ValueError`` (or ``TypeError``/``IndexError``) on anything that is not ours."""
     (module, imports, classes, marks, noqa, quoted, functions, wrap_sites, calls, metas, compiled, init_calls,
-     patches, parsed) = json.loads(text)
+     patches, setters, parsed) = json.loads(text)
     return FileFacts(
         path=path,
         module=module,
@@ -78,5 +79,6 @@ def decode(text: str, path: str) -> FileFacts:
         compiled=tuple(compiled),
         init_calls=tuple(InitCall(*row) for row in init_calls),
         forward_patches=tuple(ForwardPatch(*row) for row in patches),
+        attr_setters=tuple((name, obj, slot) for name, obj, slot in setters),
         parsed=bool(parsed),
     )

@@ -7,11 +7,20 @@ Statements anywhere but class bodies:
 * ``setattr(<obj>, "forward", <value>)`` and ``object.__setattr__(<obj>, "forward", ...)``: ``setattr``;
 * ``<obj>.__dict__["forward"] = ...`` and ``vars(<obj>)["forward"] = ...``: ``__dict__``;
 * ``<obj>.__class__.__name__ = ...``, ``type(<obj>).__name__ = ...`` (and ``__qualname__``, and the
-  ``setattr`` spelling): ``rename``.
+  ``setattr`` spelling): ``rename``;
+* ``helper(<obj>, "forward", ...)``: ``helper``, a call handing the name ``"forward"`` to a function;
+  the rule decides through ``attr_setters`` (of this file or the helper's) whether the helper
+  sets that attribute on its first argument, as Liger-Kernel's ``_bind_method_to_module`` does.
 
-Patches of a class itself (``type(obj).forward = f``, ``obj.__class__.forward = f``) are not
-instance patches and are left out here; ``Cls.forward = f`` is recorded with ``receiver_ref`` so
-the rule can tell a class (through the project view) from an instance.
+``attr_setters`` lists the module-level functions whose body sets an attribute named by one
+parameter on another (``obj.__dict__[name] = ...``, ``setattr(obj, name, ...)``).
+
+What the receiver is, where the file says (``receiver_type``): a class for the first parameter
+of a class method or ``__init_subclass__``, a parameter annotated ``type[...]``, a name bound to
+``type(x)`` or ``x.__class__``; the method's own instance for its ``self``; an instance of ``X``
+for a name bound to ``X(...)`` or a parameter annotated ``X``. Patches of a class itself
+(``type(obj).forward = f``, ``obj.__class__.forward = f``) are left out here; ``Cls.forward = f``
+is recorded with ``receiver_ref`` so the rule can tell a class from an instance.
 """
 
 from __future__ import annotations
@@ -26,11 +35,14 @@ from lint_rules.facts.model import ForwardPatch
 from lint_rules.facts.traversal import Collector, Scope
 from lint_rules.facts.walk import dotted_name, string_value
 
-_TRIGGER = re.compile(r"""\.forward\s*=[^=]|["']forward["']|__(?:qual)?name__\s*=[^=]""")
+_TRIGGER = re.compile(r"""\.forward\s*=[^=]|["']forward["']|__(?:qual)?name__\s*=[^=]|__dict__\[\w+\]\s*=[^=]""")
 _METHOD_TYPE = frozenset({"types.MethodType", "MethodType"})
 _PARTIAL = frozenset({"functools.partial", "partial"})
 _SETATTR = frozenset({"setattr", "object.__setattr__"})
 _NAMES = ("__name__", "__qualname__")
+_CLASS_FIRST = frozenset({"__init_subclass__", "__class_getitem__"})  # implicit class methods
+_TYPE_ANNOTATIONS = frozenset({"type", "typing.Type", "Type"})
+CLASS = "class"
 
 
 @dataclass
@@ -38,9 +50,11 @@ class _Patch:
     form: str
     receiver: Optional[cst.BaseExpression]
     node: cst.Name  # positioned: "forward", "__name__", "setattr"...
-    scope: str
+    scope: Scope
     function: str = ""
     simple: bool = False
+    slot: int = -1
+    kind: str = ""  # the receiver's type when the patch was seen
 
 
 def _instance_of_type(expr: cst.BaseExpression) -> Optional[cst.BaseExpression]:
@@ -53,6 +67,10 @@ def _instance_of_type(expr: cst.BaseExpression) -> Optional[cst.BaseExpression]:
     return None
 
 
+def _params(node: cst.FunctionDef) -> list[cst.Param]:
+    return [*node.params.posonly_params, *node.params.params]
+
+
 class ForwardPatches(Collector):
     name = "forward_patches"
     handlers = {cst.Assign: "on_assign", cst.Expr: "on_expr"}
@@ -60,22 +78,77 @@ class ForwardPatches(Collector):
     def __init__(self, walk: Any) -> None:
         super().__init__(walk)
         self.found: list[_Patch] = []
+        self.types: dict[cst.CSTNode, dict[str, str]] = {}  # function -> local name -> receiver type
+        self.setters: list[tuple[str, int, int]] = []
 
     @classmethod
     def wanted(cls, source: str, resolving: bool = False) -> bool:
         return _TRIGGER.search(source) is not None
 
-    @staticmethod
-    def _scope_name(scope: Scope) -> str:
-        function = scope.function
-        return function.prefix.removesuffix(".<locals>.") if function is not None else ""
+    # -- what names hold ---------------------------------------------------------------------
+    def enter(self, node: cst.CSTNode, scope: Scope) -> None:
+        if not isinstance(node, cst.FunctionDef) or scope.parent is None:
+            return
+        names = self.walk.names
+        known: dict[str, str] = {}
+        params = _params(node)
+        if scope.parent.kind == "class" and params:
+            decorators = {d.rpartition(".")[2] for d in names.decorators(node)}
+            if "staticmethod" not in decorators:
+                first = params[0].name.value
+                if "classmethod" in decorators or node.name.value in _CLASS_FIRST:
+                    known[first] = CLASS
+                else:
+                    known[first] = "self:" + scope.parent.prefix.removesuffix(".")
+        for param in params + list(node.params.kwonly_params):
+            if param.name.value not in known and param.annotation is not None:
+                kind = self._annotation(param.annotation)
+                if kind:
+                    known[param.name.value] = kind
+        self.types[node] = known
 
+    def _annotation(self, annotation: cst.Annotation) -> str:
+        expr = annotation.annotation
+        if isinstance(expr, cst.Subscript):
+            expr = expr.value
+        ref = self.walk.names.resolve(dotted_name(expr) or "")
+        if ref in _TYPE_ANNOTATIONS:
+            return CLASS
+        return "ref:" + self.walk.names.annotation_ref(annotation) if ref else ""
+
+    def _bind(self, scope: Scope, name: str, value: cst.BaseExpression) -> None:
+        function = scope.function
+        if function is None:
+            return
+        known = self.types.setdefault(function.node, {})
+        if _instance_of_type(value) is not None:
+            known[name] = CLASS
+        elif isinstance(value, cst.Call) and dotted_name(value.func):
+            known[name] = "ref:" + self.walk.names.resolve(dotted_name(value.func) or "")
+        else:
+            known.pop(name, None)
+
+    def _receiver_type(self, receiver: Optional[cst.BaseExpression], scope: Scope) -> str:
+        if not isinstance(receiver, cst.Name):
+            return ""
+        current: Optional[Scope] = scope.function
+        while current is not None:  # nested functions see their definers' names
+            if current.kind == "function":
+                found = self.types.get(current.node, {}).get(receiver.value)
+                if found is not None:
+                    return found
+            current = current.parent
+        return ""
+
+    # -- statements --------------------------------------------------------------------------
     def on_assign(self, node: cst.Assign, scope: Scope) -> None:
         if scope.kind == "class":
             return
         resolve = self.walk.names.resolve
         for target in (t.target for t in node.targets):
-            if isinstance(target, cst.Attribute) and target.attr.value == "forward":
+            if isinstance(target, cst.Name):
+                self._bind(scope, target.value, node.value)
+            elif isinstance(target, cst.Attribute) and target.attr.value == "forward":
                 if _instance_of_type(target.value) is not None:
                     continue  # the class itself is patched
                 form, function = self._form(node.value)
@@ -83,33 +156,66 @@ class ForwardPatches(Collector):
                           and self._bound_to(node.value) == dotted_name(target.value) is not None
                           and not self.walk.inline and isinstance(self.walk.statement, cst.SimpleStatementLine)
                           and len(self.walk.statement.body) == 1)
-                self.found.append(_Patch(form, target.value, target.attr, self._scope_name(scope), function, simple))
+                self._add(_Patch(form, target.value, target.attr, scope, function, simple))
             elif isinstance(target, cst.Attribute) and target.attr.value in _NAMES:
                 instance = _instance_of_type(target.value)
                 if instance is not None:
-                    self.found.append(_Patch("rename", instance, target.attr, self._scope_name(scope)))
+                    self._add(_Patch("rename", instance, target.attr, scope))
             elif isinstance(target, cst.Subscript) and len(target.slice) == 1 and isinstance(
-                    target.slice[0].slice, cst.Index) and string_value(target.slice[0].slice.value) == "forward":
-                holder = target.value
+                    target.slice[0].slice, cst.Index):
+                holder, key = target.value, target.slice[0].slice.value
+                obj, node_at = None, None
                 if isinstance(holder, cst.Attribute) and holder.attr.value == "__dict__":
-                    self.found.append(_Patch("__dict__", holder.value, holder.attr, self._scope_name(scope)))
+                    obj, node_at = holder.value, holder.attr
                 elif isinstance(holder, cst.Call) and isinstance(holder.func, cst.Name) \
                         and resolve(holder.func.value) == "vars" and holder.args:
-                    self.found.append(_Patch("__dict__", holder.args[0].value, holder.func, self._scope_name(scope)))
+                    obj, node_at = holder.args[0].value, holder.func
+                if obj is None or node_at is None:
+                    continue
+                if string_value(key) == "forward":
+                    self._add(_Patch("__dict__", obj, node_at, scope))
+                else:
+                    self._setter(scope, obj, key)
 
     def on_expr(self, node: cst.Expr, scope: Scope) -> None:
         call = node.value
-        if scope.kind == "class" or not isinstance(call, cst.Call) or len(call.args) < 3:
+        if scope.kind == "class" or not isinstance(call, cst.Call) or len(call.args) < 2:
             return
-        if self.walk.names.resolve(dotted_name(call.func) or "") not in _SETATTR:
+        callee = self.walk.names.resolve(dotted_name(call.func) or "")
+        node_at = call.func.attr if isinstance(call.func, cst.Attribute) else call.func
+        if not isinstance(node_at, cst.Name):
             return
-        obj, name = call.args[0].value, string_value(call.args[1].value)
-        node = call.func.attr if isinstance(call.func, cst.Attribute) else call.func
-        if name == "forward" and _instance_of_type(obj) is None:
-            _, function = self._form(call.args[2].value)
-            self.found.append(_Patch("setattr", obj, node, self._scope_name(scope), function))
-        elif name in _NAMES and _instance_of_type(obj) is not None:
-            self.found.append(_Patch("rename", _instance_of_type(obj), node, self._scope_name(scope)))
+        if callee in _SETATTR and len(call.args) >= 3:
+            obj, name = call.args[0].value, string_value(call.args[1].value)
+            if name == "forward" and _instance_of_type(obj) is None:
+                _, function = self._form(call.args[2].value)
+                self._add(_Patch("setattr", obj, node_at, scope, function))
+            elif name in _NAMES and _instance_of_type(obj) is not None:
+                self._add(_Patch("rename", _instance_of_type(obj), node_at, scope))
+            elif name is None:
+                self._setter(scope, obj, call.args[1].value)
+            return
+        positional = [a.value for a in call.args if a.keyword is None and not a.star]
+        slot = next((i for i, arg in enumerate(positional) if i and string_value(arg) == "forward"), -1)
+        if slot > 0 and callee:
+            self._add(_Patch("helper", positional[0], node_at, scope, callee, slot=slot))
+
+    def _add(self, patch: _Patch) -> None:
+        patch.kind = self._receiver_type(patch.receiver, patch.scope)
+        self.found.append(patch)
+
+    def _setter(self, scope: Scope, obj: cst.BaseExpression, key: cst.BaseExpression) -> None:
+        """``obj.__dict__[name] = ...`` / ``setattr(obj, name, ...)`` in a module-level function
+        whose parameters ``obj`` and ``name`` are."""
+        function = scope.function
+        if function is None or function.parent is None or function.parent.kind != "module":
+            return
+        if not (isinstance(obj, cst.Name) and isinstance(key, cst.Name)):
+            return
+        assert isinstance(function.node, cst.FunctionDef)
+        names = [p.name.value for p in _params(function.node)]
+        if obj.value in names and key.value in names:
+            self.setters.append((function.node.name.value, names.index(obj.value), names.index(key.value)))
 
     def _form(self, value: cst.BaseExpression) -> tuple[str, str]:
         """How the new forward is made, and the function it binds if that is a plain name."""
@@ -130,14 +236,17 @@ class ForwardPatches(Collector):
     @staticmethod
     def _bound_to(value: cst.BaseExpression) -> Optional[str]:
         """The object ``MethodType(f, obj)`` binds to, as written."""
-        if isinstance(value, cst.Call) and len(value.args) == 2 and all(a.keyword is None and not a.star
-                                                                       for a in value.args):
-            return dotted_name(value.args[1].value)
+        plain = isinstance(value, cst.Call) and all(a.keyword is None and not a.star for a in value.args)
+        if plain and len(value.args) == 2:  # type: ignore[union-attr]
+            return dotted_name(value.args[1].value)  # type: ignore[union-attr]
         return None
 
     def finish(self, results: dict[str, dict[str, Any]]) -> dict[str, Any]:
+        fields: dict[str, Any] = {}
+        if self.setters:
+            fields["attr_setters"] = tuple(dict.fromkeys(self.setters))
         if not self.found:
-            return {}
+            return fields
         positions = self.walk.positions([p.node for p in self.found])
         resolve = self.walk.names.resolve
         patches = []
@@ -145,7 +254,10 @@ class ForwardPatches(Collector):
             receiver = dotted_name(p.receiver) if p.receiver is not None else None
             ref = resolve(receiver) if receiver else ""
             line, col = positions[p.node]
-            at = p.node.value if isinstance(p.node, cst.Name) else ""
-            patches.append(ForwardPatch(p.form, receiver or "", ref if ref != receiver else "", line, col, at,
-                                        p.scope, p.function, p.simple))
-        return {"forward_patches": tuple(patches)}
+            function = p.scope.function
+            scope = function.prefix.removesuffix(".<locals>.") if function is not None else ""
+            patches.append(ForwardPatch(p.form, receiver or "", ref if ref != receiver else "", line, col,
+                                        p.node.value, scope, p.function, p.simple,
+                                        p.kind, p.slot))
+        fields["forward_patches"] = tuple(patches)
+        return fields

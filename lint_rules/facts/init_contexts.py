@@ -70,8 +70,7 @@ class InitContexts(Collector):
         return scope.method is not None
 
     def _is_compile(self, expr: Optional[cst.BaseExpression]) -> bool:
-        return (isinstance(expr, cst.Call) and
-                self.walk.names.resolve(dotted_name(expr.func) or "") == COMPILE)
+        return isinstance(expr, cst.Call) and self.walk.names.resolve(dotted_name(expr.func) or "") == COMPILE
 
     def on_assign(self, node: cst.Assign, scope: Scope) -> None:
         if not self._is_compile(node.value):

@@ -158,8 +158,8 @@ class MetaSubmodules(Collector):
             if meta_keyword(call, self.walk.names):
                 return
         elif method == "load_state_dict":
-            if not any(a.keyword is not None and a.keyword.value == "assign" and
-                       isinstance(a.value, cst.Name) and a.value.value == "True" for a in call.args):
+            if not any(a.keyword is not None and a.keyword.value == "assign" and isinstance(a.value, cst.Name)
+                       and a.value.value == "True" for a in call.args):
                 return
         else:
             return

@@ -179,8 +179,13 @@ class ForwardPatch:
     col: int  # 0-based column of ``at``
     at: str  # the name at that position: "forward", "setattr", "__setattr__", "__dict__", "vars", "__name__"
     scope: str  # qualname of the enclosing function ("" at module level)
-    function: str = ""  # the function bound, for MethodType / __get__ / partial, if a plain name
+    function: str = ""  # the function bound (MethodType / __get__ / partial), or the helper called ("helper")
     simple: bool = False  # exactly `<r>.forward = MethodType(<name>, <r>)`, alone on its line
+    # What the receiver is, when the file tells: "class" (``cls`` of a classmethod, ``type(x)``, an
+    # annotation ``type[...]``), "self:<Class>" (the method's own instance), "ref:<dotted>" (built by
+    # that class, or annotated with it); "" if unknown.
+    receiver_type: str = ""
+    slot: int = -1  # "helper": the position of the "forward" argument in the call
 
 
 @dataclass(frozen=True)
@@ -201,6 +206,9 @@ class FileFacts:
     compiled: tuple[str, ...] = field(default=())  # module-level names bound to torch.compile(...)
     init_calls: tuple[InitCall, ...] = field(default=())
     forward_patches: tuple[ForwardPatch, ...] = field(default=())
+    # Module-level functions that set an attribute named by a parameter on another parameter
+    # (``obj.__dict__[name] = ...``, ``setattr(obj, name, ...)``): (function, object slot, name slot).
+    attr_setters: tuple[tuple[str, int, int], ...] = field(default=())
     # False when the text prefilter skipped the parse: no classes, no marks, imports unknown.
     parsed: bool = True
 

@@ -140,4 +140,5 @@ def check(view: ProjectIndex, facts: FileFacts) -> Iterator[Diagnostic]:
         ref = ClassRef(facts, cls)
         if not view.is_module_class(ref) or not _is_module_value(view, facts, ref, found):
             continue
-        yield Diagnostic(facts.path, found.line, found.col, CODE, message(found.cls, found), f"{found.cls}.{found.attr}")
+        symbol = f"{found.cls}.{found.attr}"
+        yield Diagnostic(facts.path, found.line, found.col, CODE, message(found.cls, found), symbol)

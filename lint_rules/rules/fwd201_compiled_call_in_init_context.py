@@ -2,12 +2,20 @@
 
 Lightning builds models inside contexts that change how tensors are created:
 ``fabric.init_module()`` and ``trainer.init_module()`` enter ``_EmptyInit``, a ``TorchFunctionMode``
-whose Python ``__torch_function__`` branches on its own state to skip ``torch.nn.init``; the Trainer
-runs ``configure_model`` inside the same mode (disabled, but still entered); ``torch.device("meta")``
-is a device context. Running a compiled module or function there makes Dynamo trace through the
-mode (Lightning users met ``Dynamic control flow is not supported``) or on meta tensors, and the
-failure appears far from the cause, at model construction on every rank. Building (compiling) a
-module inside the context is fine; *calling* it there is the hazard.
+whose Python ``__torch_function__`` branches on its own state to skip ``torch.nn.init`` (entered even
+when ``empty_init`` is off); the Trainer runs ``configure_model`` inside the same mode;
+``torch.device("meta")`` is a device context. Running a compiled module or function there makes
+Dynamo trace through the mode:
+
+* with torch up to 2.5 it fails at model construction, on every rank, with ``Dynamic control flow
+  is not supported`` (Lightning issue #20524);
+* with the pinned torch 2.13 and Lightning 2.6.6 it no longer fails (checked with the eager and
+  inductor backends, ``fullgraph`` on and off, ``_EmptyInit`` on and off, Fabric's and the
+  Trainer's ``init_module``: ``benchmarks/empty_init.py --only repro``), but the graph is
+  specialised to the mode and compiled again as soon as the block ends (measured: 2 graphs
+  instead of 1), and ``torch.nn.init`` calls inside compiled code are not skipped.
+
+Building (compiling) a module inside the context is fine; *calling* it there is the hazard.
 
 What is reported
     * A call, inside ``with <x>.init_module(...)``, ``with torch.device("meta")`` or
@@ -23,8 +31,10 @@ What is reported
 
 Not reported
     Compiling inside a context (``self.block = torch.compile(Block())``), compiled calls after the
-    block ends, ``runtime_shim.empty_init()`` blocks (the compile-safe replacement), and calls
-    whose callee the project cannot resolve.
+    block ends, calls whose callee the project cannot resolve, and ``runtime_shim.empty_init()``
+    blocks: its mode decides by the function alone (no branch on its own state) and is not entered
+    at all when disabled. When enabled it is still a mode, so on torch 2.13 a graph compiled inside
+    it is, like any, compiled again after the block; that costs time once and never fails.
 
 Fix (by hand, named in the message)
     Call the compiled module after the ``with`` block (move shape probes or warm-up calls out of
@@ -185,21 +195,22 @@ def reaches_compiled(view: ProjectIndex, ref: ClassRef, method: str, seen: Optio
 
 
 def _advice(context: str) -> str:
-    return (f"{context} makes Dynamo trace through Lightning's TorchFunctionMode or a device context (seen as "
-            f"'Dynamic control flow is not supported'); call the compiled code after the block, or build under "
-            f"{contract.DECORATOR_MODULE}.empty_init(), which skips initialisation without branching inside "
-            f"__torch_function__")
+    return (f"inside {context} Dynamo traces through Lightning's TorchFunctionMode or a device context: torch <= 2.5 "
+            f"fails with 'Dynamic control flow is not supported', newer torch compiles a graph for the mode that is "
+            f"compiled again after the block; call the compiled code after the block, or build under "
+            f"{contract.DECORATOR_MODULE}.empty_init(), which enters no mode when disabled and branches on nothing "
+            f"inside __torch_function__")
 
 
 def _context_call(view: ProjectIndex, facts: FileFacts, call: InitCall) -> Optional[str]:
     if call.callee.startswith("self."):
         cls = facts.class_named(call.scope.rpartition(".")[0])
         if cls is not None and _compiled_member(view, ClassRef(facts, cls), call.callee[5:]):
-            return f"compiled `{call.callee}` is called inside {call.context}: {_advice(call.context)}"
+            return f"compiled `{call.callee}` is called inside {call.context}; {_advice(call.context)}"
         return None
     if call.local or _compiled_name(view, facts, call.callee):
         name = call.callee.rpartition(".")[2]
-        return f"compiled `{name}` is called inside {call.context}: {_advice(call.context)}"
+        return f"compiled `{name}` is called inside {call.context}; {_advice(call.context)}"
     found = view.find_class(call.callee, facts)
     if found is None and call.callee.endswith(".load_from_checkpoint"):
         found = view.find_class(call.callee.rpartition(".")[0], facts)
@@ -209,7 +220,7 @@ def _context_call(view: ProjectIndex, facts: FileFacts, call: InitCall) -> Optio
     if chain is None:
         return None
     what = contract.format_chain([f"{found.cls.qualname}.__init__", *chain])
-    return f"building {found.cls.qualname} inside {call.context} runs compiled code ({what}): {_advice(call.context)}"
+    return f"building {found.cls.qualname} inside {call.context} runs compiled code ({what}); {_advice(call.context)}"
 
 
 def check(view: ProjectIndex, facts: FileFacts) -> Iterator[Diagnostic]:
@@ -227,6 +238,6 @@ def check(view: ProjectIndex, facts: FileFacts) -> Iterator[Diagnostic]:
         if chain is not None:
             what = contract.format_chain(chain)
             yield Diagnostic(facts.path, method.line, method.col, CODE,
-                             f"{cls.qualname}.configure_model runs compiled {chain[-1].split('(')[0]} ({what}); the Trainer "
-                             f"calls configure_model inside _EmptyInit: {_advice('_EmptyInit')}",
+                             f"{cls.qualname}.configure_model runs compiled {chain[-1].split('(')[0]} ({what}); "
+                             f"the Trainer calls configure_model inside _EmptyInit, and {_advice('_EmptyInit')}",
                              f"{cls.qualname}.configure_model")

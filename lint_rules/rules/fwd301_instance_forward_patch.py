@@ -24,12 +24,22 @@ What is reported (anywhere but class bodies)
     ``x.__class__.__name__ = ...``, ``type(x).__name__ = ...`` (also ``__qualname__`` and the
     ``setattr`` spelling).
 
+    Also a call that hands ``"forward"`` to a helper which sets the attribute it is given on its
+    first argument (``_bind_method_to_module(m, "forward", fn)``, whose body does
+    ``module.__dict__[name] = fn.__get__(module)``), the helper read in the same file or the one it
+    is imported from.
+
 Not reported
-    Patching a class (``Block.forward = f``, ``type(m).forward = f``): every instance changes
-    consistently and the printed class is still the one that runs; the receiver is a class when
-    the project view finds it as one, or, for an imported name whose source cannot be read, when
-    it is spelt in CapWords (the naming convention for classes, the one name-based judgement of
-    this rule). Assignments in class bodies (``forward = _fast_forward`` defines the class).
+    Patching a class (``Block.forward = f``, ``type(m).forward = f``, ``cls.forward = f``): every
+    instance changes consistently and the printed class is still the one that runs. The receiver
+    is a class when the code says so: the project view finds it as a class, it is ``cls`` of a
+    class method or ``__init_subclass__``, a parameter annotated ``type[...]``, or a name bound to
+    ``type(x)`` / ``x.__class__``. Only when nothing tells, PEP 8's naming conventions decide (the
+    one name-based judgement of this rule): CapWords names (``LlamaRMSNorm``,
+    ``modeling_llama.LlamaRMSNorm``) and ``cls`` / ``klass`` / ``*_cls`` / ``*_class`` are classes.
+    Objects known not to be modules: ``self`` of a class whose bases are all known non-modules, a
+    name bound to ``X(...)`` or annotated ``X`` where ``X`` is known not to be a module.
+    Assignments in class bodies (``forward = _fast_forward`` defines the class).
 
 Fix
     ``--fix`` rewrites the plain form ``m.forward = types.MethodType(f, m)`` (a single statement
@@ -52,7 +62,7 @@ from lint_rules import contract
 from lint_rules.diagnostics import Diagnostic
 from lint_rules.facts.model import FileFacts, ForwardPatch
 from lint_rules.fix.result import lazy_fixer
-from lint_rules.project import ProjectIndex
+from lint_rules.project import ClassRef, ProjectIndex
 from lint_rules.rules.base import Invalid, Valid
 
 CODE = "FWD301"
@@ -125,14 +135,46 @@ _HOW = {
 }
 
 
-def _is_class(view: ProjectIndex, facts: FileFacts, patch: ForwardPatch) -> bool:
-    """Is the receiver a class (a class patch, not an instance one)?"""
-    if not patch.receiver_ref:
-        return False
-    if view.find_class(patch.receiver_ref, facts) is not None:
+def _named_like_a_class(receiver: str) -> bool:
+    """PEP 8's conventions, for receivers nothing else tells: CapWords names (``LlamaRMSNorm``,
+    ``modeling_llama.LlamaRMSNorm``) and ``cls`` / ``klass`` / ``*_cls`` / ``*_class``."""
+    parts = receiver.split(".")
+    last = parts[-1]
+    if last in ("cls", "klass") or last.endswith(("_cls", "_class")):
         return True
-    last = patch.receiver_ref.rpartition(".")[2]
-    return last[:1].isupper() and not last.isupper()  # CapWords: a class whose source is not at hand
+    return (last[:1].isupper() and not last.isupper() and all(p[:1].islower() or p[:1] == "_" for p in parts[:-1])
+            and parts[0] != "self")
+
+
+def _receiver(view: ProjectIndex, facts: FileFacts, patch: ForwardPatch) -> str:
+    """"class" (a class patch), "plain" (an object known not to be a module) or "instance"."""
+    kind = patch.receiver_type
+    if kind == "class":
+        return "class"
+    if kind.startswith("self:"):
+        cls = facts.class_named(kind[5:])
+        if cls is not None and _known_not_module(view, facts, cls.bases) and not view.is_module_mixin(
+                ClassRef(facts, cls)):
+            return "plain"
+        return "instance"
+    if kind.startswith("ref:"):
+        verdict = view.is_module_ref(kind[4:], facts)
+        return "plain" if verdict is False else "instance"
+    if patch.receiver_ref and view.find_class(patch.receiver_ref, facts) is not None:
+        return "class"
+    return "class" if _named_like_a_class(patch.receiver) else "instance"
+
+
+def _known_not_module(view: ProjectIndex, facts: FileFacts, bases: tuple[str, ...]) -> bool:
+    """Every base is known not to be a module (a class with no bases is a plain object)."""
+    return all(view.is_module_ref(base, facts) is False for base in bases if base not in ("object", "builtins.object"))
+
+
+def _sets_forward(view: ProjectIndex, facts: FileFacts, patch: ForwardPatch) -> bool:
+    """Does the helper called with "forward" set that attribute on its first argument?"""
+    module, _, name = patch.function.rpartition(".")
+    holder = facts if not module or module == facts.module else view.module(module)
+    return holder is not None and (name, 0, patch.slot) in holder.attr_setters
 
 
 def message(patch: ForwardPatch) -> str:
@@ -143,8 +185,9 @@ def message(patch: ForwardPatch) -> str:
                 f"class for every instance and every other user of it, not just the patched one; use "
                 f"{contract.DECORATOR_MODULE}.patch_forward({receiver}, fn, name=...) to give one patched "
                 f"instance a class of its own")
-    function = patch.function or "fn"
-    return (f"{receiver}.forward: {_HOW[patch.form]} rebinds forward on an instance: print(model) still shows "
+    function = patch.function if patch.function and patch.form != "helper" else "fn"
+    how = f"{patch.function.rpartition('.')[2]}(..., 'forward', ...)" if patch.form == "helper" else _HOW[patch.form]
+    return (f"{receiver}.forward: {how} rebinds forward on an instance: print(model) still shows "
             f"the original class, so nobody can tell the patch applied, and forward-routing wrappers collide "
             f"with an instance forward (Fabric's mark_forward_method swaps it and restores what it found; "
             f"runtime_shim.guard leaves the module unguarded); use "
@@ -154,6 +197,8 @@ def message(patch: ForwardPatch) -> str:
 
 def check(view: ProjectIndex, facts: FileFacts) -> Iterator[Diagnostic]:
     for patch in facts.forward_patches:
-        if patch.form != "rename" and _is_class(view, facts, patch):
+        if patch.form == "helper" and not _sets_forward(view, facts, patch):
+            continue
+        if patch.form != "rename" and _receiver(view, facts, patch) != "instance":
             continue
         yield Diagnostic(facts.path, patch.line, patch.col, CODE, message(patch), f"{patch.receiver}.{patch.at}")

@@ -1,0 +1,103 @@
+"""FWD301's ``--fix``: the hand-written pairs in ``fixtures/codemod/fwd301`` (``NAME.in.py`` ->
+``NAME.out.py``), the forms it refuses (with their reasons), ``# noqa`` lines, and the fixed
+program run for real: the patched instances get a class of their own and compute as before."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from fixture_cases import FIXTURES, cli_json, run_cli
+
+from lint_rules.fix import run as fix
+from lint_rules.engine import Run, analyse
+
+PAIRS_DIR = FIXTURES / "codemod" / "fwd301"
+PAIRS = sorted(p.name[: -len(".in.py")] for p in PAIRS_DIR.glob("*.in.py"))
+
+
+def _fwd301(path: Path) -> list[int]:
+    return [d.line for d in analyse([str(path)], Run()).diagnostics if d.code == "FWD301"]
+
+
+@pytest.mark.parametrize("name", PAIRS)
+def test_pair(name: str, tmp_path: Path) -> None:
+    target = tmp_path / f"{name}.py"
+    shutil.copyfile(PAIRS_DIR / f"{name}.in.py", target)
+    before = _fwd301(target)
+    assert before
+    run = fix.plan([str(target)], Run())
+    fix.write(run)
+    assert run.errors == [] and run.unfixed == []
+    assert sorted(d.line for d in run.fixed) == sorted(before)
+    assert target.read_bytes() == (PAIRS_DIR / f"{name}.out.py").read_bytes()
+    assert _fwd301(target) == []
+    again = fix.plan([str(target)], Run())
+    assert again.changed == [] and again.unfixed == []
+
+
+SOURCE = '''import functools
+import types
+
+
+def fast(self, x):
+    return x
+
+
+def apply(m, other):
+    m.forward = types.MethodType(fast, m)  # noqa: FWD301
+    m.forward = functools.partial(fast, m)
+    m.forward = types.MethodType(lambda self, x: x, m)
+    other.forward = types.MethodType(fast, m)
+    m.forward = types.MethodType(fast, m); print(m)
+    type(m).__name__ = "Fast"
+'''
+
+
+def test_other_forms_are_reported_not_fixed(tmp_path: Path) -> None:
+    (tmp_path / "pyproject.toml").write_text("")
+    target = tmp_path / "patches.py"
+    target.write_text(SOURCE)
+    code, payload = cli_json(tmp_path, "patches.py")
+    assert code == 1 and [d["line"] for d in payload["diagnostics"]] == [11, 12, 13, 14, 15]
+    proc = run_cli(tmp_path, "--fix", "patches.py")
+    assert proc.returncode == 1
+    assert target.read_text() == SOURCE  # nothing was safe to rewrite
+    lines = (proc.stdout + proc.stderr).splitlines()
+    for line in (11, 12, 13, 14):
+        assert any(f"patches.py:{line}:" in row and "only `m.forward = types.MethodType(f, m)`" in row for row in lines)
+    assert any("patches.py:15:" in row and "no mechanical replacement" in row for row in lines), lines
+
+
+RUN_FIXED = '''
+import sys, copy, pickle
+sys.path.insert(0, sys.argv[1])
+import torch, torch.nn as nn
+import basic
+
+torch.manual_seed(0)
+model = nn.Sequential(nn.Linear(4, 4), nn.LayerNorm(4), nn.Linear(4, 4), nn.LayerNorm(4))
+untouched = nn.LayerNorm(4)
+x = torch.randn(2, 4)
+expected = model(x)
+basic.apply_kernels(model)
+norms = [m for m in model if isinstance(m, nn.LayerNorm)]
+assert all("forward" not in vars(m) for m in norms), "an instance forward is left"
+assert all(type(m) is not nn.LayerNorm and type(m).__name__ != "LayerNorm" for m in norms), [type(m) for m in norms]
+assert type(untouched) is nn.LayerNorm and type(untouched).__name__ == "LayerNorm"
+assert torch.allclose(model(x), expected)
+assert type(norms[0]).__name__ in repr(model)
+clone = pickle.loads(pickle.dumps(model))
+assert torch.allclose(clone(x), expected) and type(clone[1]).__name__ == type(norms[0]).__name__
+print("ok")
+'''
+
+
+def test_fixed_program_runs_with_patched_classes(tmp_path: Path) -> None:
+    shutil.copyfile(PAIRS_DIR / "basic.out.py", tmp_path / "basic.py")
+    proc = subprocess.run([sys.executable, "-c", RUN_FIXED, str(tmp_path)], capture_output=True, text=True,
+                          timeout=240)
+    assert proc.returncode == 0 and proc.stdout.strip() == "ok", proc.stderr
