@@ -16,6 +16,7 @@ from fixture_cases import FIXTURES, ROOT, run_cli
 from lint_rules.fix import decorator as fix_decorator
 from lint_rules.fix import run as fix
 from lint_rules.engine import Run, analyse
+from lint_rules.fix import verify as fix_verify
 from lint_rules.fix.verify import FixRefused, Plan, verify
 
 CODEMOD = FIXTURES / "codemod"
@@ -121,7 +122,7 @@ def test_refused_fix_leaves_the_file_untouched(tmp_path: Path, monkeypatch: pyte
     def refuse(old: bytes, new: bytes, plan: Plan, path: str) -> None:
         raise FixRefused("the fixed source does not compile: test")
 
-    monkeypatch.setattr(fix_decorator, "verify", refuse)
+    monkeypatch.setattr(fix_verify, "verify", refuse)
     run = _fix(target)
     assert target.read_bytes() == BAD
     assert [e.message for e in run.errors] == ["fix not applied: the fixed source does not compile: test"]

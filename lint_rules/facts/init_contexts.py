@@ -22,7 +22,6 @@ from typing import Any, Optional
 import libcst as cst
 
 from lint_rules.facts.devices import init_context
-from lint_rules.facts.meta_submodules import self_name
 from lint_rules.facts.model import InitCall
 from lint_rules.facts.traversal import Collector, Scope
 from lint_rules.facts.walk import LEAVES, child_nodes, dotted_name
@@ -91,7 +90,7 @@ class InitContexts(Collector):
         context = next((c for c in (init_context(i.item, self.walk.names) for i in node.items) if c), None)
         if context is None:
             return
-        me = self_name(scope)
+        me = scope.self_name
         function = scope.function
         local = self.locals.get(function.node, set()) if function is not None else set()
         stack: list[cst.CSTNode] = [node.body]
@@ -106,7 +105,7 @@ class InitContexts(Collector):
 
     def on_call(self, call: cst.Call, scope: Scope) -> None:
         if call not in self.seen and scope.method is not None:
-            self._record(call, scope, self_name(scope), "", set())
+            self._record(call, scope, scope.self_name, "", set())
 
     def _record(self, call: cst.Call, scope: Scope, me: Optional[str], context: str, local: set[str]) -> None:
         func = call.func

@@ -44,23 +44,6 @@ class _Found:
     value: str
 
 
-def class_scope(scope: Scope) -> Optional[Scope]:
-    """The class whose method holds ``scope`` (None outside methods)."""
-    current: Optional[Scope] = scope
-    while current is not None and current.kind != "class":
-        current = current.parent
-    return current
-
-
-def self_name(scope: Scope) -> Optional[str]:
-    """The first parameter of the method ``scope`` belongs to."""
-    method = scope.method
-    if method is None:
-        return None
-    params = [*method.params.posonly_params, *method.params.params]
-    return params[0].name.value if params else None
-
-
 class MetaSubmodules(Collector):
     name = "meta_submodules"
     triggers = ("meta",)
@@ -88,8 +71,8 @@ class MetaSubmodules(Collector):
                 stack.extend(child_nodes(current))
 
     def on_assign(self, node: cst.Assign | cst.AnnAssign, scope: Scope) -> None:
-        owner = class_scope(scope)
-        me = self_name(scope)
+        owner = scope.enclosing_class
+        me = scope.self_name
         if owner is None or me is None or node.value is None:
             return
         targets = [t.target for t in node.targets] if isinstance(node, cst.Assign) else [node.target]
@@ -150,7 +133,7 @@ class MetaSubmodules(Collector):
     def on_call(self, call: cst.Call, scope: Scope) -> None:
         """Materialisation: ``self[.attr].to_empty(device=<not meta>)``, ``...load_state_dict(..., assign=True)``."""
         func = call.func
-        owner, me = class_scope(scope), self_name(scope)
+        owner, me = scope.enclosing_class, scope.self_name
         if owner is None or me is None or not isinstance(func, cst.Attribute):
             return
         method = func.attr.value

@@ -126,15 +126,6 @@ class ModelFlow(Collector):
             names = names[1:]  # self
         return {name: index for index, name in enumerate(names)}
 
-    @staticmethod
-    def _class_of(scope: Scope) -> Optional[cst.CSTNode]:
-        current: Optional[Scope] = scope
-        while current is not None:
-            if current.kind == "class":
-                return current.node
-            current = current.parent
-        return None
-
     def enter(self, node: cst.CSTNode, scope: Scope) -> None:
         if isinstance(node, cst.FunctionDef) and scope.parent is not None and scope.parent.kind == "module":
             self.functions.add(node.name.value)
@@ -164,18 +155,10 @@ class ModelFlow(Collector):
             frame.values.pop(text, None)
         else:
             frame.values[text] = value
-        self_class = self._class_of(scope)
+        self_class = scope.enclosing_class.node if scope.enclosing_class is not None else None
         root = text.split(".", 1)[0]
-        if value is not None and self_class is not None and text.count(".") == 1 and root == self._self_name(scope):
+        if value is not None and self_class is not None and text.count(".") == 1 and root == scope.self_name:
             self.self_values[(self_class, text.split(".", 1)[1])] = value
-
-    @staticmethod
-    def _self_name(scope: Scope) -> Optional[str]:
-        method = scope.method
-        if method is None:
-            return None
-        params = [*method.params.posonly_params, *method.params.params]
-        return params[0].name.value if params else None
 
     # -- statements ------------------------------------------------------------------------
     def on_statement(self, small: cst.CSTNode, scope: Scope) -> None:
@@ -289,8 +272,8 @@ class ModelFlow(Collector):
             self._called(value, receiver, func)
             return
         root, _, rest = receiver.partition(".")
-        self_class = self._class_of(scope)
-        if self_class is not None and root == self._self_name(scope) and rest:
+        self_class = scope.enclosing_class.node if scope.enclosing_class is not None else None
+        if self_class is not None and root == scope.self_name and rest:
             attr, _, tail = rest.partition(".")
             self.self_calls.append((self_class, attr, tail, receiver, func))
         owner = self._owner(scope)

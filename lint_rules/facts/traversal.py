@@ -46,6 +46,22 @@ class Scope:
         self.expressions = False
 
     @property
+    def self_name(self) -> Optional[str]:
+        """The first parameter of the method this scope's code belongs to (None outside methods)."""
+        if self.method is None:
+            return None
+        params = [*self.method.params.posonly_params, *self.method.params.params]
+        return params[0].name.value if params else None
+
+    @property
+    def enclosing_class(self) -> Optional["Scope"]:
+        """The innermost class scope around this one (self included)."""
+        scope: Optional[Scope] = self
+        while scope is not None and scope.kind != "class":
+            scope = scope.parent
+        return scope
+
+    @property
     def function(self) -> Optional["Scope"]:
         """The innermost enclosing function scope (self included), or None at module level."""
         scope: Optional[Scope] = self

@@ -11,9 +11,9 @@ and collects the results in path order (the output does not depend on ``N``).
 
 from __future__ import annotations
 
+import functools
 import re
 from itertools import groupby
-from pathlib import Path
 from typing import Optional, Sequence
 
 import libcst as cst
@@ -24,7 +24,7 @@ from lint_rules.facts.walk import dotted_name
 from lint_rules.fix.imports import ensure_import, expression
 from lint_rules.fix.locate import defs_by_line
 from lint_rules.fix.result import FileFix, FixContext, Unfixed, line_suppresses, map_tasks
-from lint_rules.fix.verify import FixRefused, Plan, verify
+from lint_rules.fix.verify import Plan, checked, fix_file
 from lint_rules.source import decode
 
 #: Decorators after which another decorator must not be added: the result would not be a
@@ -95,27 +95,7 @@ def fix_source(path: str, old: bytes, diagnostics: Sequence[Diagnostic]) -> File
     plan = Plan(inserted=[f"@{edit.reference}".encode("utf-8")] * len(targets), extended=edit.extended)
     if edit.inserted is not None:
         plan.inserted.append(edit.inserted)
-    new = new_module.bytes
-    try:
-        verify(old, new, plan, path)
-    except FixRefused as refused:
-        result.error = f"fix not applied: {refused}"
-        result.unfixed.extend(Unfixed(d, f"fix refused: {refused}") for d in result.fixed)
-        result.fixed = []
-        return result
-    result.new = new
-    return result
-
-
-def _fix_one(task: tuple[str, tuple[Diagnostic, ...]]) -> FileFix:
-    """One file (a top-level function: it runs in worker processes)."""
-    path, diagnostics = task
-    try:
-        return fix_source(path, Path(path).read_bytes(), diagnostics)
-    except (OSError, cst.ParserSyntaxError, RecursionError, SyntaxError, UnicodeDecodeError) as error:
-        text = str(error).strip()
-        message = f"fix not applied: {type(error).__name__}: {text.splitlines()[0] if text else ''}"
-        return FileFix(path, error=message, unfixed=[Unfixed(d, "fix failed") for d in diagnostics])
+    return checked(result, new_module.bytes, plan)
 
 
 def _is_generator(context: FixContext, diagnostic: Diagnostic) -> bool:
@@ -132,4 +112,4 @@ def fix(context: FixContext, diagnostics: Sequence[Diagnostic]) -> tuple[list[Fi
     unfixed = [Unfixed(d, contract.generator_message(d.symbol)) for d in refused]
     rest = sorted(set(diagnostics) - set(refused))
     tasks = [(path, tuple(group)) for path, group in groupby(rest, key=lambda d: d.path)]
-    return map_tasks(_fix_one, tasks, context.jobs), unfixed
+    return map_tasks(functools.partial(fix_file, fix_source), tasks, context.jobs), unfixed

@@ -8,9 +8,9 @@ comments and line ending; ``patch_forward`` is imported from ``runtime_shim`` wi
 
 from __future__ import annotations
 
+import functools
 import re
 from itertools import groupby
-from pathlib import Path
 from typing import Sequence
 
 import libcst as cst
@@ -20,7 +20,7 @@ from lint_rules.diagnostics import Diagnostic
 from lint_rules.fix.imports import ensure_import, expression
 from lint_rules.fix.locate import simple_statements_by_line
 from lint_rules.fix.result import FileFix, FixContext, Unfixed, line_suppresses, map_tasks
-from lint_rules.fix.verify import FixRefused, Plan, verify
+from lint_rules.fix.verify import Plan, checked, fix_file
 from lint_rules.source import decode
 
 FUNCTION = "patch_forward"
@@ -84,26 +84,7 @@ def fix_source(path: str, old: bytes, diagnostics: Sequence[Diagnostic]) -> File
                 .strip().encode("utf-8") for node, (_, _, line) in chosen.items()}
     plan = Plan(inserted=[edit.inserted] if edit.inserted is not None else [], extended=edit.extended,
                 replaced=replaced)
-    new = new_module.bytes
-    try:
-        verify(old, new, plan, path)
-    except FixRefused as refused:
-        result.error = f"fix not applied: {refused}"
-        result.unfixed.extend(Unfixed(d, f"fix refused: {refused}") for d in result.fixed)
-        result.fixed = []
-        return result
-    result.new = new
-    return result
-
-
-def _fix_one(task: tuple[str, tuple[Diagnostic, ...]]) -> FileFix:
-    path, diagnostics = task
-    try:
-        return fix_source(path, Path(path).read_bytes(), diagnostics)
-    except (OSError, cst.ParserSyntaxError, RecursionError, SyntaxError, UnicodeDecodeError) as error:
-        text = str(error).strip()
-        message = f"fix not applied: {type(error).__name__}: {text.splitlines()[0] if text else ''}"
-        return FileFix(path, error=message, unfixed=[Unfixed(d, "fix failed") for d in diagnostics])
+    return checked(result, new_module.bytes, plan)
 
 
 def fix(context: FixContext, diagnostics: Sequence[Diagnostic]) -> tuple[list[FileFix], list[Unfixed]]:
@@ -122,4 +103,4 @@ def fix(context: FixContext, diagnostics: Sequence[Diagnostic]) -> tuple[list[Fi
             unfixed.append(Unfixed(d, f"only `m.forward = types.MethodType(f, m)` with a plain function name is "
                                       f"rewritten to {FUNCTION}(m, f) automatically"))
     tasks = [(path, tuple(group)) for path, group in groupby(sorted(fixable), key=lambda d: d.path)]
-    return map_tasks(_fix_one, tasks, context.jobs), unfixed
+    return map_tasks(functools.partial(fix_file, fix_source), tasks, context.jobs), unfixed

@@ -14,8 +14,11 @@ from __future__ import annotations
 
 import difflib
 from dataclasses import dataclass, field
-from typing import Optional
+from pathlib import Path
+from typing import Callable, Optional, Sequence
 
+from lint_rules.diagnostics import Diagnostic
+from lint_rules.fix.result import FileFix, Unfixed
 from lint_rules.source import source_encoding
 
 BOM = b"\xef\xbb\xbf"
@@ -80,3 +83,33 @@ def verify(old: bytes, new: bytes, plan: Plan, path: str) -> None:
         compile(new, path, "exec", dont_inherit=True)
     except (SyntaxError, ValueError) as error:
         raise FixRefused(f"the fixed source does not compile: {error}") from None
+
+
+def checked(result: FileFix, new: bytes, plan: Plan) -> FileFix:
+    """``result`` carrying ``new`` if it passes ``verify``; otherwise the fix is refused: the file is
+    left untouched and every finding it would have fixed is reported as not fixed."""
+    try:
+        verify(result.old, new, plan, result.path)
+    except FixRefused as refused:
+        result.error = f"fix not applied: {refused}"
+        result.unfixed.extend(Unfixed(d, f"fix refused: {refused}") for d in result.fixed)
+        result.fixed = []
+        return result
+    result.new = new
+    return result
+
+
+def fix_file(fix_source: Callable[[str, bytes, Sequence[Diagnostic]], FileFix],
+             task: tuple[str, tuple[Diagnostic, ...]]) -> FileFix:
+    """Run a fixer's ``fix_source`` on one file; a file that cannot be read or parsed becomes an error
+    line and its findings unfixed. Module-level with a module-level ``fix_source``, so ``-j N``
+    workers can run it (``functools.partial(fix_file, fix_source)``)."""
+    import libcst as cst
+
+    path, diagnostics = task
+    try:
+        return fix_source(path, Path(path).read_bytes(), diagnostics)
+    except (OSError, cst.ParserSyntaxError, RecursionError, SyntaxError, UnicodeDecodeError) as error:
+        text = str(error).strip()
+        message = f"fix not applied: {type(error).__name__}: {text.splitlines()[0] if text else ''}"
+        return FileFix(path, error=message, unfixed=[Unfixed(d, "fix failed") for d in diagnostics])
