@@ -24,7 +24,10 @@ def read_config(directory: Path) -> dict[str, tuple[str, ...]]:
     """Settings from the first config file in ``directory`` that has any."""
     for name in CONFIG_FILES:
         path = directory / name
-        if not path.is_file():
+        try:
+            if not path.is_file():
+                continue
+        except OSError:  # a directory this user may not search (is_file raises on EACCES)
             continue
         parser = configparser.RawConfigParser()
         try:

@@ -7,7 +7,9 @@ from __future__ import annotations
 import os
 import shutil
 import stat
+import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -157,6 +159,48 @@ def test_write_is_atomic_and_keeps_mode(tmp_path: Path) -> None:
     assert stat.S_IMODE(target.stat().st_mode) == 0o754
     assert target.read_bytes() == BAD_FIXED
     assert sorted(p.name for p in tmp_path.iterdir()) == ["m.py"]  # no temporary file left
+
+
+@pytest.mark.skipif(not hasattr(os, "geteuid") or os.geteuid() != 0, reason="changing owners needs root")
+def test_owner_and_group_are_kept(tmp_path: Path) -> None:
+    target = tmp_path / "m.py"
+    target.write_bytes(BAD)
+    os.chown(target, 4321, 4322)
+    _fix(target)
+    assert target.read_bytes() == BAD_FIXED
+    assert (target.stat().st_uid, target.stat().st_gid) == (4321, 4322)
+
+
+@pytest.mark.skipif(not hasattr(os, "geteuid") or os.geteuid() != 0, reason="acting as another user needs root")
+def test_a_file_of_another_user_is_refused_not_taken_over() -> None:
+    """A non-root user who may write the directory must not end up owning someone else's file."""
+    outer = Path(tempfile.mkdtemp())  # pytest's tmp_path sits in a directory only root may search
+    outer.chmod(0o755)
+    project = outer / "shared"
+    project.mkdir()
+    project.chmod(0o777)
+    target = project / "m.py"
+    target.write_bytes(BAD)
+    target.chmod(0o666)
+    os.chown(target, 4321, 4321)
+    proc = subprocess.run([sys.executable, "-m", "lint_rules.cli", "--no-cache", "--fix", "m.py"], cwd=project,
+                          capture_output=True, text=True, timeout=120, preexec_fn=lambda: os.setuid(65534),
+                          env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert proc.returncode == 2, proc.stderr
+    assert target.read_bytes() == BAD and target.stat().st_uid == 4321
+    assert "belongs to uid 4321" in proc.stderr and "Traceback" not in proc.stderr
+    assert sorted(p.name for p in project.iterdir()) == ["m.py"]
+    shutil.rmtree(outer)
+
+
+def test_a_hard_linked_file_is_refused(tmp_path: Path) -> None:
+    target = tmp_path / "m.py"
+    target.write_bytes(BAD)
+    os.link(target, tmp_path / "other.py")
+    run = _fix(target)
+    assert target.read_bytes() == BAD and (tmp_path / "other.py").read_bytes() == BAD
+    assert len(run.errors) == 1 and "2 hard links" in run.errors[0].message
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["m.py", "other.py"]
 
 
 def test_symlink_target_is_fixed_and_link_kept(tmp_path: Path) -> None:

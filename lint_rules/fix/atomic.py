@@ -1,9 +1,18 @@
 """Writing a fixed file safely.
 
 A fixer that dies half-way through a write must never leave a truncated source file behind,
-and a file's permission bits (an executable script) must survive the rewrite. So the new
-bytes go to a temporary file in the same directory (same file system, so ``os.replace`` is an
-atomic rename), get the original mode, and only then replace the original.
+and a file's permission bits (an executable script), owner and group must survive the rewrite.
+So the new bytes go to a temporary file in the same directory (same file system, so
+``os.replace`` is an atomic rename), get the original mode, owner and group, and only then
+replace the original.
+
+Refused, with the reason, leaving the file untouched:
+
+* an owner or group that cannot be kept (a file of another user fixed by a non-root user: the
+  replacement would belong to whoever ran the fix);
+* a file with more than one hard link: the rename would give this path a new inode and leave the
+  other links with the old text, and writing in place instead would not be atomic. Fix a copy, or
+  break the link (``cp f tmp && mv tmp f``) first.
 """
 
 from __future__ import annotations
@@ -28,14 +37,18 @@ def atomic_write(path: str, data: bytes, expected_old: bytes | None = None) -> N
     target = Path(os.path.realpath(path))
     if expected_old is not None and target.read_bytes() != expected_old:
         raise ChangedOnDisk(f"{path} changed while it was being fixed")
-    mode = stat.S_IMODE(target.stat().st_mode)
+    info = target.stat()
+    if info.st_nlink > 1:
+        raise OSError(f"{path} has {info.st_nlink} hard links: replacing it would detach it from the others "
+                      "(fix a copy, or break the link first)")
     fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".fwdlint-tmp")
     try:
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
             fh.flush()
             os.fsync(fh.fileno())
-        os.chmod(tmp, mode)
+        os.chmod(tmp, stat.S_IMODE(info.st_mode))
+        _keep_owner(tmp, info, path)
         os.replace(tmp, target)
     except BaseException:
         try:
@@ -43,3 +56,17 @@ def atomic_write(path: str, data: bytes, expected_old: bytes | None = None) -> N
         except OSError:
             pass
         raise
+
+
+def _keep_owner(tmp: str, info: os.stat_result, path: str) -> None:
+    """Give the temporary file the original's owner and group, or refuse the write."""
+    if not hasattr(os, "chown"):
+        return
+    done = os.stat(tmp)
+    if (done.st_uid, done.st_gid) == (info.st_uid, info.st_gid):
+        return
+    try:
+        os.chown(tmp, info.st_uid, info.st_gid)
+    except PermissionError:
+        raise OSError(f"{path} belongs to uid {info.st_uid} / gid {info.st_gid}, which this user cannot give "
+                      "the rewritten file; run the fix as its owner") from None
