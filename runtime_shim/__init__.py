@@ -40,8 +40,9 @@ disabled; ``patch_forward(m, fn, name)`` gives one instance a named subclass who
 Not covered: modules added to the model after ``guard`` (guard again), modules whose ``forward``
 was already patched on the instance (left alone, listed in ``record.skipped``), methods called
 through the class (``Cls.generate(model, x)`` bypasses the stand-in; reported with its own
-message when it computes), ``torch.compile``-d wrappers, and pickling a guarded module (a deep
-copy works and is unguarded).
+message when it computes), and a shallow ``copy.copy`` (it shares its submodules, which stay
+guarded). Behaviour under faults (``torch.compile``, TorchScript, pickled and deep copies, two
+wrappers of one model, a failing rank): see ``record.py``.
 """
 
 from __future__ import annotations

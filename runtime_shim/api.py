@@ -80,10 +80,26 @@ def _guard_fabric(fabric_module: Any, mode: str) -> Any:
 
 
 def unguard(wrapper: W) -> W:
-    """Undo ``guard``: remove every attribute the shim bound; returns the same object."""
-    for obj in (wrapper, getattr(wrapper, "_forward_module", None), getattr(wrapper, "module", None)):
+    """Undo ``guard``: remove every attribute the shim bound; returns the same object.
+
+    Only this wrapper's own guard is undone. A model has one guard at a time, the latest: guarding
+    a second wrapper of the same model (``DDP(model)`` twice, e.g. re-wrapping with other options)
+    moves the model's guard to it, and ``unguard`` of the first wrapper then leaves the model as the
+    second guard made it (it used to remove that guard too). Passing the model itself (an FSDP2 root,
+    or ``ddp.module``) removes whatever guard it has.
+    """
+    own = {id(wrapper)}
+    found = identify(wrapper)
+    if found is not None:
+        own.add(id(found[1]))  # a compiled wrapper (OptimizedModule) is unguarded through its DDP
+    forward_module = getattr(wrapper, "_forward_module", None) if is_fabric_module(wrapper) else None
+    if forward_module is not None:
+        own.add(id(forward_module))
+    for obj in (wrapper, forward_module, getattr(wrapper, "module", None)):
         record = getattr(obj, "__dict__", {}).get(GUARD_KEY) if obj is not None else None
-        if isinstance(record, GuardRecord):
+        if not isinstance(record, GuardRecord):
+            continue
+        if obj is wrapper or id(record.wrapper) in own or record.fabric is wrapper:
             record.unguard()
     if is_fabric_module(wrapper):
         _fabric.unguard_fabric(wrapper)

@@ -5,7 +5,8 @@
 those in Fabric's ``_forward_methods``) through our thread-safe redirect, instead of Fabric's
 temporary ``forward`` patch, and returns unmarked methods unwrapped: our O(1) detection replaces
 Fabric's per-call hook tracker. In routing-only mode (no detection of ours) unmarked methods keep
-Fabric's tracker. ``unguard`` restores the original class.
+Fabric's tracker. ``unguard`` restores the original class; pickling or deep-copying a guarded
+``_FabricModule`` gives the original class, unguarded (the subclass has no importable name).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from typing import Any, Callable
 
 from torch import nn
 
+from runtime_shim import _forwards
 from runtime_shim._state import STATE, inside, routed_here
 from lint_rules.contract import GUARD_KEY
 
@@ -24,6 +26,7 @@ _DYNAMIC: dict[type, type] = {}
 def _fabric_routed(record: Any, owner: nn.Module, name: str, func: Callable[..., Any]) -> Callable[..., Any]:
     """A method named in Fabric's ``_forward_methods`` (its own marks, step methods), routed by us."""
 
+    @_forwards.opaque
     @functools.wraps(func)
     def call(*args: Any, **kwargs: Any) -> Any:
         if STATE.depth and routed_here(record):
@@ -65,15 +68,30 @@ def _guarded_class(base: type) -> type:
                 return base.__getattr__(self, item)
         return attr
 
+    def __reduce_ex__(self: Any, protocol: Any) -> Any:
+        # pickle / deepcopy as the plain class (importable by name), without our attributes: the
+        # copy is unguarded, like a copied guarded module
+        reduced = list(object.__reduce_ex__(self, max(2, protocol)))  # (__newobj__, (cls,), state, ...)
+        reduced[0], reduced[1] = _new_instance, (base,)
+        if len(reduced) > 2:
+            reduced[2] = _forwards.strip_state(reduced[2])
+        return tuple(reduced)
+
     cls = type(base.__name__, (base,), {
-        "forward": forward,
+        "forward": _forwards.opaque(forward),
         "__getattr__": __getattr__,
+        "__reduce_ex__": __reduce_ex__,
         "__module__": base.__module__,
         "__qualname__": base.__qualname__,
         "_fwd_shim_dynamic": True,
     })
     _DYNAMIC[base] = cls
     return cls
+
+
+def _new_instance(cls: type) -> Any:
+    """Unpickling entry point (importable by name): an empty instance of ``cls``."""
+    return cls.__new__(cls)
 
 
 def guard_fabric(fabric_module: nn.Module, record: Any) -> None:
