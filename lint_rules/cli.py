@@ -114,21 +114,20 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
 
 
 def _fix(args: argparse.Namespace, files: list[str], options: Run, walk_errors: list[tuple[str, str]]) -> int:
-    run = fix.plan(files, options, style=args.fix_style)
+    run = fix.plan(files, options, style=args.fix_style) if args.diff else fix.fix_in_passes(
+        files, options, style=args.fix_style)
     run.errors = sorted([*run.errors, *(FileError(path, reason) for path, reason in walk_errors)])
     if args.diff:
         for file in run.changed:
             sys.stdout.flush()
             sys.stdout.buffer.write(fix.unified_diff(file))
-    else:
-        fix.write(run)
     for line in fix.report_lines(run):
         print(line, file=sys.stderr)
     for error in run.errors:
         print(f"{report.shown(error.path)}: error: {error.message}", file=sys.stderr)
     done = "would fix" if args.diff else "fixed"
     if run.fixed or run.unfixed:
-        print(f"fwdlint: {done} {len(run.fixed)} finding(s) in {len(run.changed)} file(s), "
+        print(f"fwdlint: {done} {len(run.fixed)} finding(s) in {len({f.path for f in run.changed})} file(s), "
               f"{len(run.unfixed)} not fixed", file=sys.stderr)
     return fix.exit_status(run, diff=args.diff)
 

@@ -102,6 +102,8 @@ class ProjectIndex:
     def module(self, name: str) -> Optional[FileFacts]:
         if name in self.modules:
             return self.modules[name]
+        if f"{name}.".startswith(_KNOWN_BY_NAME):  # torch & co. are known by name, never read
+            return None
         found: Optional[FileFacts] = None
         relative = Path(*name.split(".")) if name else None
         for root in [*self.roots, *(r for r in self.env_roots if r not in self.roots)] if relative else ():

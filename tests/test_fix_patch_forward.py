@@ -101,3 +101,47 @@ def test_fixed_program_runs_with_patched_classes(tmp_path: Path) -> None:
     proc = subprocess.run([sys.executable, "-c", RUN_FIXED, str(tmp_path)], capture_output=True, text=True,
                           timeout=240)
     assert proc.returncode == 0 and proc.stdout.strip() == "ok", proc.stderr
+
+
+BOTH = b"""import types
+
+import torch.nn as nn
+
+
+def fast(self, x):
+    return x
+
+
+class Net(nn.Module):
+    def forward(self, x):
+        return x
+
+    def generate(self, x):
+        return self(x)
+
+
+def patch(norm):
+    norm.forward = types.MethodType(fast, norm)
+"""
+
+
+@pytest.mark.parametrize("style", ["decorator", "call"])
+def test_two_rules_in_one_file_are_both_fixed(style: str, tmp_path: Path) -> None:
+    """FWD001's and FWD301's fixes are computed from the same text: --diff shows the first and says
+    the other waits; --fix applies them one pass after the other, and a second --fix changes nothing."""
+    (tmp_path / "pyproject.toml").write_text("")
+    target = tmp_path / "both.py"
+    target.write_bytes(BOTH)
+    diff = run_cli(tmp_path, "--diff", "--fix-style", style, "both.py")
+    assert ("run --fix again" in diff.stderr) == (style == "decorator") and target.read_bytes() == BOTH
+    proc = run_cli(tmp_path, "--fix", "--fix-style", style, "both.py")
+    text = target.read_text()
+    if style == "decorator":
+        assert proc.returncode == 0, proc.stderr
+        assert "@forward_entry" in text and "patch_forward(norm, fast)" in text
+        assert "fixed 2 finding(s) in 1 file(s), 0 not fixed" in proc.stderr
+    else:  # no set-up site to register at: FWD001 stays, reported; FWD301 is still fixed
+        assert "patch_forward(norm, fast)" in text and "FWD001 not fixed" in proc.stderr
+    compile(text, "both.py", "exec")
+    again = run_cli(tmp_path, "--fix", "--fix-style", style, "both.py")
+    assert target.read_text() == text and "run --fix again" not in again.stderr

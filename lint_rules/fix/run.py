@@ -59,7 +59,7 @@ def plan(paths: Iterable[str], run: Run = Run(), style: str = "decorator") -> Fi
         files, unfixed = fixer(context, found)
         result.files.extend(files)
         result.unfixed.extend(unfixed)
-    result.files.sort(key=lambda f: f.path)
+    result.files = _first_fix_per_file(result)
     for file in result.files:
         result.unfixed.extend(file.unfixed)
         if file.error is not None:
@@ -67,6 +67,44 @@ def plan(paths: Iterable[str], run: Run = Run(), style: str = "decorator") -> Fi
     result.unfixed.sort(key=lambda u: u.diagnostic)
     result.errors.sort()
     return result
+
+
+#: Why a finding waits: two rules' fixes of one file are computed from the same old text, so only
+#: the first (in rule order) is applied; the next pass of ``fix_in_passes`` computes the other.
+PENDING = "another rule's fix of this file comes first; run --fix again"
+
+
+def _first_fix_per_file(result: FixRun) -> list[FileFix]:
+    """One ``FileFix`` per path (rule order); the findings of the others are pending."""
+    kept: dict[str, FileFix] = {}
+    for file in result.files:
+        first = kept.get(file.path)
+        if first is None or not first.changed:
+            kept[file.path] = file
+            if first is not None:
+                file.unfixed.extend(first.unfixed)
+        elif file.changed:
+            first.unfixed.extend(Unfixed(d, PENDING) for d in file.fixed)
+            first.unfixed.extend(file.unfixed)
+        else:
+            first.unfixed.extend(file.unfixed)
+    return sorted(kept.values(), key=lambda f: f.path)
+
+
+def fix_in_passes(paths: Iterable[str], run: Run = Run(), style: str = "decorator", passes: int = 3) -> FixRun:
+    """``plan`` + ``write`` until no finding is pending (a file with findings of several rules is
+    fixed one rule per pass); what every pass fixed and wrote, and what the last one left."""
+    paths = list(dict.fromkeys(paths))
+    total = FixRun()
+    for _ in range(passes):
+        current = plan(paths, run, style)
+        write(current)
+        total.files.extend(current.changed)
+        total.errors = sorted({*total.errors, *current.errors})
+        total.unfixed = current.unfixed
+        if not any(u.reason == PENDING for u in current.unfixed) or not current.changed:
+            break
+    return total
 
 
 def write(run: FixRun) -> None:

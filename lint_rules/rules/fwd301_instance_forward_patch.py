@@ -164,7 +164,9 @@ def _receiver(view: ProjectIndex, facts: FileFacts, patch: ForwardPatch) -> str:
         return "instance"
     if kind.startswith("ref:"):
         verdict = view.is_module_ref(kind[4:], facts)
-        return "plain" if verdict is False else "instance"
+        if verdict is False:
+            return "plain"
+        return "class" if verdict is None and _named_like_a_class(patch.receiver) else "instance"
     if patch.receiver_ref and view.find_class(patch.receiver_ref, facts) is not None:
         return "class"
     return "class" if _named_like_a_class(patch.receiver) else "instance"
@@ -183,7 +185,7 @@ def _sets_forward(view: ProjectIndex, facts: FileFacts, patch: ForwardPatch) -> 
 
 
 def message(patch: ForwardPatch) -> str:
-    receiver = patch.receiver or "the object"
+    receiver = patch.receiver or "obj"
     if patch.form == "rename":
         name = patch.at if patch.at in ("__name__", "__qualname__") else "__name__"
         return (f"renaming a class through an instance (type({receiver}).{name} = ...) renames the "
