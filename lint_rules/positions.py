@@ -19,7 +19,10 @@ from typing import Iterable, Sequence
 import libcst as cst
 from libcst._nodes.internal import CodegenState
 
-_DEF_RE = re.compile(r"^([ \t]*(?:async[ \t]+)?def[ \t]+)([A-Za-z_]\w*)", re.MULTILINE)
+from lint_rules.source import line_breaks, line_start
+
+# A def at the start of a line; Python's line ends are \n, \r\n and a lone \r (re's ^ knows \n only).
+_DEF_RE = re.compile(r"(?:\A|(?<=[\r\n]))([ \t]*(?:async[ \t]+)?def[ \t]+)([A-Za-z_]\w*)")
 
 Position = tuple[int, int]  # 1-based line, 0-based column
 
@@ -32,9 +35,9 @@ def def_positions(source: str, names: Sequence[str]) -> list[Position] | None:
     positions: list[Position] = []
     line, last = 1, 0
     for _, offset in found:
-        line += source.count("\n", last, offset)
+        line += line_breaks(source, last, offset)
         last = offset
-        positions.append((line, offset - (source.rfind("\n", 0, offset) + 1)))
+        positions.append((line, offset - line_start(source, offset)))
     return positions
 
 
@@ -72,10 +75,10 @@ def node_positions(root: cst.CSTNode, nodes: Iterable[cst.CSTNode], module: cst.
     for index, token in enumerate([*state.tokens, ""]):
         for node in by_index.get(index, ()):
             result[node] = (line, col)
-        newlines = token.count("\n")
+        newlines = line_breaks(token)
         if newlines:
             line += newlines
-            col = len(token) - token.rfind("\n") - 1
+            col = len(token) - line_start(token, len(token))
         else:
             col += len(token)
     return result

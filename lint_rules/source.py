@@ -9,6 +9,18 @@ import warnings
 from typing import Optional
 
 
+def line_breaks(text: str, start: int = 0, end: int | None = None) -> int:
+    r"""Python's line ends in ``text[start:end]``: ``\n``, ``\r\n`` and a lone ``\r`` (old Mac files
+    import fine), never ``str.splitlines``' extra ones (\f, \v, U+2028 ...)."""
+    end = len(text) if end is None else end
+    return text.count("\n", start, end) + text.count("\r", start, end) - text.count("\r\n", start, end)
+
+
+def line_start(text: str, offset: int) -> int:
+    """Offset of the first character of the line holding ``offset``."""
+    return max(text.rfind("\n", 0, offset), text.rfind("\r", 0, offset)) + 1
+
+
 def source_encoding(data: bytes) -> str:
     """The encoding Python would read ``data`` with (BOM, encoding cookie, default utf-8)."""
     return tokenize.detect_encoding(io.BytesIO(data).readline)[0]
@@ -29,8 +41,8 @@ def python_syntax_error(source: str, path: str) -> Optional[SyntaxError]:
         if isinstance(error, SyntaxError) and error.lineno is not None:
             return error
         offset = source.find("\0")  # NUL bytes: Python names no position (3.11: ValueError or none)
-        line = source.count("\n", 0, offset) + 1 if offset >= 0 else 1
-        col = offset - source.rfind("\n", 0, offset) if offset >= 0 else 0
+        line = line_breaks(source, 0, offset) + 1 if offset >= 0 else 1
+        col = offset - line_start(source, offset) + 1 if offset >= 0 else 0
         message = error.msg if isinstance(error, SyntaxError) else str(error)
         return SyntaxError(message, (path, line, col, ""))
     return None

@@ -95,6 +95,32 @@ def test_self_attribute_model_and_annotation(tmp_path: Path) -> None:
         "        self.model = self.fabric.setup(self.model)\n        self.model.mark_forward_method(\"generate\")\n")
 
 
+def test_a_registration_fixes_only_the_classes_it_covers(tmp_path: Path) -> None:
+    # A and B both have an unmarked `generate`; only B is set up. Registering "generate" on B's
+    # model does not mark A.generate (the analysis applies it to B, its bases and subclasses), so
+    # A.generate must be reported as not fixed, and a plain run afterwards must agree.
+    source = MODEL.replace("GPT", "A") + "\n\n" + MODEL.split("\n", 3)[3].replace("GPT", "B") + (
+        "\n\ndef train(fabric, x):\n    model = fabric.setup(B())\n    return model.generate(x)\n")
+    (tmp_path / "train.py").write_text(source)
+    proc = run_cli(tmp_path, "--fix", "--fix-style", "call", "train.py")
+    assert proc.returncode == 1, proc.stderr
+    assert "fixed 1 finding(s) in 1 file(s), 1 not fixed" in proc.stderr
+    assert proc.stderr.startswith("train.py:8:9: FWD001 not fixed: no set-up of its class")
+    after = run_cli(tmp_path, "train.py")
+    assert [line.split(" ")[2] for line in after.stdout.splitlines()] == ["A.generate"]
+
+
+def test_latin1_file_with_a_non_ascii_method_name(tmp_path: Path) -> None:
+    source = ("# -*- coding: latin-1 -*-\n" + MODEL.replace("generate", "g\u00e9n\u00e9rer")
+              + "\n\ndef train(fabric, x):\n    model = fabric.setup(GPT())\n    return model.g\u00e9n\u00e9rer(x)\n")
+    (tmp_path / "train.py").write_bytes(source.encode("latin-1"))
+    proc = run_cli(tmp_path, "--fix", "--fix-style", "call", "train.py")
+    assert proc.returncode == 0, proc.stderr  # the planned line is compared in the file's encoding
+    assert (tmp_path / "train.py").read_bytes() == source.replace(
+        "    model = fabric.setup(GPT())\n",
+        "    model = fabric.setup(GPT())\n    model.mark_forward_method(\"g\u00e9n\u00e9rer\")\n").encode("latin-1")
+
+
 def test_unresolvable_class_is_reported_not_guessed(tmp_path: Path) -> None:
     (tmp_path / "model.py").write_text(MODEL)
     source = ("import hub\n\n\ndef main(fabric):\n    model = hub.load('gpt')\n"

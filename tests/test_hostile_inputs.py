@@ -9,6 +9,7 @@ miss it. Cases that are valid Python (CRLF, lone CR, latin-1 with a cookie, a 20
 
 from __future__ import annotations
 
+import ast
 import os
 import sys
 import threading
@@ -186,3 +187,15 @@ def test_the_linter_never_imports_or_runs_what_it_reads(tmp_path: Path) -> None:
     assert canary.read_text() == "still here"
     assert "evil.py:8:9: FWD001" in proc.stdout and "user.py:5:9: FWD001" in proc.stdout, proc.stdout
     assert proc.returncode == 1 and "imported!" not in proc.stderr
+
+
+@pytest.mark.parametrize("newline", ["\n", "\r\n", "\r"])
+def test_positions_follow_pythons_line_ends(newline: str, tmp_path: Path) -> None:
+    # a lone CR ends a line for Python (and \f, \v, U+2028 in a comment do not): the reported line
+    # of the def is the one ast gives, whatever the file's line ends
+    text = ("# a comment with \x0c, \x0b and \u2028 inside\n" + GOOD).replace("\n", newline)
+    _write(tmp_path / "m.py", text.encode())
+    (tmp_path / "pyproject.toml").write_text("")
+    proc = run_cli(tmp_path, "m.py")
+    line = next(n.lineno for n in ast.walk(ast.parse(text)) if isinstance(n, ast.FunctionDef))
+    assert proc.stdout.startswith(f"m.py:{line}:9: FWD001 M.gen "), proc.stdout

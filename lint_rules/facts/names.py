@@ -17,6 +17,8 @@ import libcst as cst
 from lint_rules.facts.walk import dotted_name, string_value
 
 _NON_NAMES = ("None", "Optional", "Union")
+# Python's descriptors that change what a decorated ``def`` is (not an instance method).
+_DESCRIPTORS = frozenset({"staticmethod", "classmethod", "property", "cached_property"})
 
 
 class Names:
@@ -91,6 +93,16 @@ class Names:
             local = alias.asname.name.value if alias.asname is not None and isinstance(
                 alias.asname.name, cst.Name) else name
             self.imports[local] = f"{base}.{name}" if base else name
+
+    def on_alias(self, small: cst.Assign) -> None:
+        """``_static = staticmethod`` in a module or class body: ``@_static`` then means
+        ``staticmethod`` (a method under it is no instance method, and must not be marked)."""
+        if len(small.targets) != 1 or not isinstance(small.targets[0].target, cst.Name):
+            return
+        dotted = dotted_name(small.value)
+        resolved = self.resolve(dotted) if dotted else ""
+        if resolved.rpartition(".")[2] in _DESCRIPTORS:
+            self.imports.setdefault(small.targets[0].target.value, resolved)
 
     def decorators(self, node: cst.FunctionDef | cst.ClassDef) -> tuple[str, ...]:
         """``@torch.no_grad()`` -> ``torch.no_grad``; unreadable decorators become ``?``."""

@@ -168,6 +168,8 @@ class FileWalk:
     def _small(self, small: cst.CSTNode, scope: Scope) -> None:
         if type(small) is cst.Import or type(small) is cst.ImportFrom:
             self.names.on_import(small)  # type: ignore[arg-type]
+        elif type(small) is cst.Assign and scope.kind != "function":
+            self.names.on_alias(small)  # type: ignore[arg-type]
         if scope.expressions:
             self.expressions([small], scope)
         else:

@@ -10,8 +10,9 @@ set-up calls on the model gets, right after the set-up statement and with its in
     register_fsdp_forward_method(model, "generate")    # FSDP2, plus its import
 
 If the class cannot be resolved, nothing is guessed: the findings for the methods called on
-that model are reported as not fixed. Registration marks a method name for the whole project,
-as the analyzer reads it, so a finding counts as fixed when its method name was registered.
+that model are reported as not fixed. A registration covers the class set up, its bases and its
+subclasses (as the analyzer reads it), so a finding counts as fixed only when a registration covers its class:
+another class with a method of the same name stays reported.
 """
 
 from __future__ import annotations
@@ -26,9 +27,9 @@ from lint_rules import contract
 from lint_rules.diagnostics import Diagnostic
 from lint_rules.facts.model import FileFacts, WrapSite
 from lint_rules.fix.imports import ensure_import
-from lint_rules.fix.locate import simple_statements_by_line
+from lint_rules.fix.locate import parse_for_edit, simple_statements_by_line
 from lint_rules.fix.result import FileFix, FixContext, Unfixed
-from lint_rules.fix.verify import FixRefused, Plan, verify
+from lint_rules.fix.verify import FixRefused, Plan, planned, verify
 from lint_rules.project import ProjectIndex
 from lint_rules.source import decode
 
@@ -66,35 +67,38 @@ def fix(context: FixContext, diagnostics: Sequence[Diagnostic]) -> tuple[list[Fi
     for d in diagnostics:
         by_class.setdefault((d.path, d.symbol.rpartition(".")[0]), []).append(d.symbol.rpartition(".")[2])
     unresolved: dict[str, str] = {}  # method name -> why it could not be registered
-    files = []
+    files: list[tuple[FileFix, set[tuple[str, str, str]]]] = []  # with the (path, class, method)s covered
     for path in sorted(set(context.paths)):
         view = context.analysis.view_for(path)
         facts = view.files.get(path) if view is not None else None
         if facts is None or not facts.wrap_sites:
             continue
-        file = _fix_file(path, facts, view, by_class, unresolved)  # type: ignore[arg-type]
+        covered: set[tuple[str, str, str]] = set()
+        file = _fix_file(path, facts, view, by_class, unresolved, covered)  # type: ignore[arg-type]
         if file is not None:
-            files.append(file)
-    refused = {name: file.path for file in files if file.error is not None for name in file.registered}
+            files.append((file, covered))
     unfixed: list[Unfixed] = []
     for d in diagnostics:
         name = d.symbol.rpartition(".")[2]
-        owner = next((f for f in files if f.error is None and name in f.registered), None)
+        key = (d.path, d.symbol.rpartition(".")[0], name)
+        owner = next((f for f, covered in files if f.error is None and key in covered), None)
+        refused = next((f for f, covered in files if f.error is not None and key in covered), None)
         if owner is not None:
             owner.fixed.append(d)
-        elif name in refused:
-            unfixed.append(Unfixed(d, f"fix refused in {refused[name]}"))
+        elif refused is not None:
+            unfixed.append(Unfixed(d, f"fix refused in {refused.path}"))
         elif name in unresolved:
             unfixed.append(Unfixed(d, unresolved[name]))
         else:
             unfixed.append(Unfixed(d, "no set-up of its class (fabric.setup, fully_shard, DDP, FSDP) is followed "
                                       "by a call of it; use --fix-style decorator"))
-    return files, unfixed
+    return [f for f, _ in files], unfixed
 
 
 def _fix_file(path: str, facts: FileFacts, view: ProjectIndex, by_class: dict[tuple[str, str], list[str]],
-              unresolved: dict[str, str]) -> Optional[FileFix]:
-    """The registrations for the set-up sites of one file, or ``None`` if it has none to add."""
+              unresolved: dict[str, str], covered: set[tuple[str, str, str]]) -> Optional[FileFix]:
+    """The registrations for the set-up sites of one file, or ``None`` if it has none to add;
+    ``covered`` gets the (path, class, method) of every finding they fix."""
     entry_names = {name for names in by_class.values() for name in names}
     plan: list[tuple[WrapSite, list[str]]] = []
     for site in facts.wrap_sites:
@@ -108,8 +112,8 @@ def _fix_file(path: str, facts: FileFacts, view: ProjectIndex, by_class: dict[tu
                 unresolved.setdefault(name, f"the class of `{site.var}` set up at {where} cannot be resolved; "
                                             f"register the method there by hand")
             continue
-        own = {name for item in view.mro(ref) for name in by_class.get(item.key, ())}
-        names = [name for name in calls if name in own]
+        own = {(*item.key, name) for item in view.mro(ref) for name in by_class.get(item.key, ())}
+        names = [name for name in calls if any(key[2] == name for key in own)]
         if names and site.inline:
             for name in names:
                 unresolved.setdefault(name, f"the set-up at {where} shares its line with its block: "
@@ -117,6 +121,8 @@ def _fix_file(path: str, facts: FileFacts, view: ProjectIndex, by_class: dict[tu
             continue
         if names:
             plan.append((site, names))
+            related = [*view.mro(ref), *view.subclasses(ref)]  # whom the analysis applies the registration to
+            covered.update((*item.key, name) for item in related for name in by_class.get(item.key, ()) if name in names)
     return register_after_sites(path, plan) if plan else None
 
 
@@ -132,7 +138,7 @@ def register_after_sites(path: str, plan: Sequence[tuple[WrapSite, Sequence[str]
     ``runtime_shim``'s ``mark_forward_method(ddp, "m")`` for DDP and FSDP1, with the imports."""
     old = Path(path).read_bytes()
     text = decode(old)
-    module = cst.parse_module(old)
+    module, tail = parse_for_edit(old)
     statements = simple_statements_by_line(module)
     result = FileFix(path, old, old)
     inserted: list[bytes] = []
@@ -170,11 +176,9 @@ def register_after_sites(path: str, plan: Sequence[tuple[WrapSite, Sequence[str]
             else:
                 line = f'{references[site.kind]}({site.var}, "{name}")'
             after.setdefault(statement, []).append(cst.SimpleStatementLine(body=[cst.Expr(cst.parse_expression(line))]))
-            inserted.append(line.encode("utf-8"))
-            if name not in result.registered:
-                result.registered.append(name)
+            inserted.append(planned(line, module.encoding))
         ancestors.update(path_to)
-    new = module.visit(_Insert(after, ancestors)).bytes
+    new = module.visit(_Insert(after, ancestors)).bytes + tail
     try:
         verify(old, new, Plan(inserted=inserted, extended=extended), path)
     except FixRefused as refused:

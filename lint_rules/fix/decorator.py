@@ -22,9 +22,9 @@ from lint_rules import contract
 from lint_rules.diagnostics import Diagnostic
 from lint_rules.facts.walk import dotted_name
 from lint_rules.fix.imports import ensure_import, expression
-from lint_rules.fix.locate import defs_by_line
+from lint_rules.fix.locate import defs_by_line, parse_for_edit
 from lint_rules.fix.result import FileFix, FixContext, Unfixed, line_suppresses, map_tasks
-from lint_rules.fix.verify import Plan, checked, fix_file
+from lint_rules.fix.verify import Plan, checked, fix_file, planned
 from lint_rules.source import decode
 
 #: Decorators after which another decorator must not be added: the result would not be a
@@ -65,7 +65,7 @@ def _blocker(node: cst.FunctionDef) -> Optional[str]:
 def fix_source(path: str, old: bytes, diagnostics: Sequence[Diagnostic]) -> FileFix:
     """Decorate the methods named by ``diagnostics`` (FWD001 findings in this file)."""
     result = FileFix(path, old, old)
-    module = cst.parse_module(old)
+    module, tail = parse_for_edit(old)
     code = decode(old)
     lines = re.split(r"\r\n|\r|\n", code)
     by_line = defs_by_line(module, code)
@@ -92,10 +92,10 @@ def fix_source(path: str, old: bytes, diagnostics: Sequence[Diagnostic]) -> File
         return result
     edit = ensure_import(module, contract.DECORATOR_MODULE, contract.DECORATOR_NAME, min(targets.values()), code)
     new_module = edit.module.visit(_AddDecorator(set(targets), ancestors, edit.reference))
-    plan = Plan(inserted=[f"@{edit.reference}".encode("utf-8")] * len(targets), extended=edit.extended)
+    plan = Plan(inserted=[planned(f"@{edit.reference}", module.encoding)] * len(targets), extended=edit.extended)
     if edit.inserted is not None:
         plan.inserted.append(edit.inserted)
-    return checked(result, new_module.bytes, plan)
+    return checked(result, new_module.bytes + tail, plan)
 
 
 def _is_generator(context: FixContext, diagnostic: Diagnostic) -> bool:

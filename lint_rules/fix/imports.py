@@ -25,7 +25,9 @@ from typing import Optional, Union
 import libcst as cst
 
 from lint_rules.facts.walk import dotted_name as dotted
+from lint_rules.fix.verify import planned
 from lint_rules.positions import node_positions
+from lint_rules.source import line_breaks
 
 
 def expression(text: str) -> Union[cst.Name, cst.Attribute]:
@@ -150,7 +152,7 @@ def ensure_import(module: cst.Module, source_module: str, name: str, before: int
     if extendable is not None:
         index, position, small = extendable
         start = node_positions(module, [small], module)[small][0]
-        lines = (start, start + module.code_for_node(small).count("\n"))
+        lines = (start, start + line_breaks(module.code_for_node(small)))
         if not _has_noqa(code, lines):
             stmt = module.body[index]
             body = list(stmt.body)  # type: ignore[attr-defined]
@@ -161,5 +163,5 @@ def ensure_import(module: cst.Module, source_module: str, name: str, before: int
     statement = cst.SimpleStatementLine(body=[cst.ImportFrom(module=expression(source_module), names=[alias])])
     new_body = list(module.body)
     new_body.insert(insert_index(module, before), statement)
-    text = module.code_for_node(statement).strip().encode("utf-8")
+    text = planned(module.code_for_node(statement).strip(), module.encoding)
     return ImportEdit(module.with_changes(body=new_body), local, inserted=text)

@@ -18,9 +18,9 @@ import libcst as cst
 from lint_rules import contract
 from lint_rules.diagnostics import Diagnostic
 from lint_rules.fix.imports import ensure_import, expression
-from lint_rules.fix.locate import simple_statements_by_line
+from lint_rules.fix.locate import parse_for_edit, simple_statements_by_line
 from lint_rules.fix.result import FileFix, FixContext, Unfixed, line_suppresses, map_tasks
-from lint_rules.fix.verify import Plan, checked, fix_file
+from lint_rules.fix.verify import Plan, checked, fix_file, planned
 from lint_rules.source import decode
 
 FUNCTION = "patch_forward"
@@ -54,7 +54,7 @@ def _call(assign: cst.Assign, reference: str) -> cst.Expr:
 
 def fix_source(path: str, old: bytes, diagnostics: Sequence[Diagnostic]) -> FileFix:
     result = FileFix(path, old, old)
-    module = cst.parse_module(old)
+    module, tail = parse_for_edit(old)
     code = decode(old)
     lines = re.split(r"\r\n|\r|\n", code)  # Python's line ends only, as the facts count them
     by_line = {line + len(getattr(entry[0], "leading_lines", ())): entry  # the statement's own line
@@ -80,11 +80,11 @@ def fix_source(path: str, old: bytes, diagnostics: Sequence[Diagnostic]) -> File
     edit = ensure_import(module, contract.DECORATOR_MODULE, FUNCTION, min(top for _, top, _ in chosen.values()), code)
     targets = {node: _call(assign, edit.reference) for node, (assign, _, _) in chosen.items()}
     new_module = edit.module.visit(_Rewrite(targets, ancestors))
-    replaced = {line: cst.Module([]).code_for_node(node.with_changes(body=[targets[node]], leading_lines=[]))
-                .strip().encode("utf-8") for node, (_, _, line) in chosen.items()}
+    replaced = {line: planned(cst.Module([]).code_for_node(node.with_changes(body=[targets[node]], leading_lines=[]))
+                        .strip(), module.encoding) for node, (_, _, line) in chosen.items()}
     plan = Plan(inserted=[edit.inserted] if edit.inserted is not None else [], extended=edit.extended,
                 replaced=replaced)
-    return checked(result, new_module.bytes, plan)
+    return checked(result, new_module.bytes + tail, plan)
 
 
 def fix(context: FixContext, diagnostics: Sequence[Diagnostic]) -> tuple[list[FileFix], list[Unfixed]]:

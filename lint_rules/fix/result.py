@@ -31,7 +31,6 @@ class FileFix:
     fixed: list[Diagnostic] = field(default_factory=list)
     unfixed: list[Unfixed] = field(default_factory=list)
     error: Optional[str] = None
-    registered: list[str] = field(default_factory=list)  # call style: method names registered here
 
     @property
     def changed(self) -> bool:

@@ -12,6 +12,7 @@ Anything else refuses the fix.
 
 from __future__ import annotations
 
+import codecs
 import difflib
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -38,6 +39,13 @@ class Plan:
     extended: Optional[tuple[int, int]] = None
     # 1-based old line -> the stripped text that replaces it (a statement rewritten in place)
     replaced: dict[int, bytes] = field(default_factory=dict)
+
+
+def planned(text: str, encoding: str) -> bytes:
+    """A planned line as the file will hold it: in the file's encoding (a latin-1 file gets
+    latin-1 bytes), without a BOM (that belongs to the file, not the line)."""
+    codec = codecs.lookup(encoding).name
+    return text.encode("utf-8" if codec == "utf-8-sig" else codec)
 
 
 def verify(old: bytes, new: bytes, plan: Plan, path: str) -> None:
