@@ -5,7 +5,8 @@ is selected it does no work at all. flake8 matches selections by prefix, so ``--
 would select FWD through ``F``; that selection means pyflakes to everyone who writes it, so an
 explicit ``--select`` runs fwdlint only if it (or ``--extend-select``) names a prefix starting
 with ``FW``. The default selection runs it. flake8 applies ``# noqa`` and
-reports syntax errors itself; a file LibCST cannot parse yields nothing here.
+reports syntax errors itself; valid Python that fwdlint cannot check (LibCST rejects it, or it is
+nested too deeply) is ``FWD000`` at the place named, never silently clean.
 
 Each file is checked with its project's view (``layout``): every Python file under the project
 root (flake8's ``--exclude`` respected), read through the facts store and its cache. So
@@ -18,6 +19,7 @@ from __future__ import annotations
 import argparse
 import ast
 import os
+import re
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Iterator, Optional
@@ -31,6 +33,10 @@ if TYPE_CHECKING:
 # Nothing heavier than the two imports above at module level: flake8 imports every installed
 # plugin on every run, and with no FWD code selected this one must cost nothing (LibCST alone
 # takes ~130 ms to import). The engine is imported by the first file that needs it.
+
+
+#: The one-line errors of files Python reads but fwdlint cannot check (``source.one_line``).
+UNCHECKED = ("LibCST cannot parse", "too deeply nested")
 
 
 class Plugin:
@@ -119,13 +125,19 @@ class Plugin:
         else:  # standard input: the text flake8 read, as UTF-8
             facts = session.store.facts(path, data="".join(self.lines).encode("utf-8"), module=("", False))
         if isinstance(facts, FileError):
-            return  # flake8 reports syntax errors (E999) itself
+            # flake8 reports invalid Python (E999) itself; valid code fwdlint cannot read must not
+            # pass silently, so it gets FWD000 (a position is named only for LibCST's failures)
+            if facts.message.startswith(UNCHECKED):
+                at = re.search(r": line (\d+), column (\d+)", facts.message)
+                line, col = (int(at[1]), int(at[2]) - 1) if at else (1, 0)
+                yield line, max(col, 0), f"FWD000 fwdlint cannot check this file: {facts.message}", type(self)
+            return
         if view.files.get(path) is not facts:  # a project file is in the view already
             view.add(facts, module_name_for(Path(path))[2] if real else None)
         try:
             found = session.check(view, facts, honour_noqa=False)
         except RecursionError:  # one file's depth must not end the whole flake8 run
-            sys.stderr.write(f"{self.filename}: fwdlint: too deeply nested to analyse\n")
+            yield 1, 0, "FWD000 fwdlint cannot check this file: too deeply nested to analyse", type(self)
             return
         for diagnostic in found:
             yield diagnostic.line, diagnostic.col, f"{diagnostic.code} {diagnostic.message}", type(self)

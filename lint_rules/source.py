@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import re
 import sys
 import tokenize
 import warnings
@@ -57,8 +58,11 @@ def one_line(error: BaseException, source: Optional[str] = None, path: str = "")
         python = python_syntax_error(source, path) if source is not None else None
         if source is not None and python is None:
             version = f"{sys.version_info[0]}.{sys.version_info[1]}"
-            return (f"LibCST cannot parse this file (Python {version} can): line {error.raw_line}, "
-                    f"column {error.raw_column}: {error.message.splitlines()[0] if error.message else ''}")
+            # LibCST's native parser puts raw_line one line late; its message has the right place
+            at = re.search(r"error at (\d+):(\d+)", error.message or "")
+            line, column = (int(at[1]), int(at[2])) if at else (error.raw_line, error.raw_column)
+            return (f"LibCST cannot parse this file (Python {version} can): line {line}, "
+                    f"column {column}: {error.message.splitlines()[0] if error.message else ''}")
         if python is not None:
             error = python
         else:

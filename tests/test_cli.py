@@ -8,7 +8,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from fixture_cases import FIXTURES, cli_json, run_cli
+from fixture_cases import FIXTURES, cli_json, flake8_rows, run_cli, run_flake8
 
 FWD001 = FIXTURES / "fwd001"
 BAD_MODULE = "import torch.nn as nn\n\nclass M(nn.Module):\n    def gen(self, x):\n        return self(x)\n"
@@ -138,11 +138,24 @@ def test_prefilter_spares_libcst_for_files_that_cannot_matter(project: Path,
     assert result.errors == [] and result.diagnostics == [] and result.files_parsed == 1
 
 
+def test_parenthesised_annotated_targets_are_analysed(project: Path) -> None:
+    """`(x): bool = True` is valid Python that LibCST 1.9 rejects; the file is analysed anyway
+    (the parentheses are dropped for LibCST only), with every position where Python has it."""
+    (project / "paren.py").write_text("import torch.nn as nn\n\n(x): bool = True\n\n\nclass M(nn.Module):\n"
+                                      "    ((y)) : int = 1\n\n    def gen(self, x):\n        return self(x)\n")
+    proc = run_cli(project, "paren.py")
+    assert proc.returncode == 1, proc.stderr
+    assert proc.stdout.startswith("paren.py:9:9: FWD001 M.gen runs the module's forward computation outside forward "
+                                  "(gen -> self(...) at line 10)")
+
+
 def test_libcst_only_failure_is_named(project: Path) -> None:
-    """Valid Python that LibCST cannot parse is reported as LibCST's failure, not as a syntax error."""
-    (project / "walrus.py").write_text("class A:\n    pass\n\n(x): bool = True\n")
+    """Valid Python that LibCST cannot parse is reported as LibCST's failure, at the line LibCST
+    names (its raw_line is one late), not as a syntax error; flake8 reports it as FWD000."""
+    (project / "walrus.py").write_text("class A:\n    pass\n\n(x  # why\n): bool = True\n")
     proc = run_cli(project, "walrus.py")
-    if proc.returncode == 0:
-        pytest.skip("this LibCST parses parenthesised annotated assignments")
     assert proc.returncode == 2
     assert proc.stderr.startswith("walrus.py: error: LibCST cannot parse this file (Python 3.")
+    assert ": line 5, column 3: " in proc.stderr.splitlines()[0]
+    rows = flake8_rows(run_flake8(project, "--select", "FWD", "walrus.py"))
+    assert [(p, r, c, code) for p, r, c, code, _ in rows] == [("walrus.py", 5, 3, "FWD000")]

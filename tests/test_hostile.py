@@ -36,7 +36,8 @@ def test_deeper_than_the_analysis_goes_is_one_error_line(tmp_path: Path) -> None
     assert proc.stderr.startswith("abyss.py: error: too deeply nested to analyse") and proc.stderr.count("\n") == 1
     assert "good.py:5:9: FWD001" in proc.stdout
     rows = flake8_rows(run_flake8(tmp_path, "--select", "FWD", "abyss.py", "good.py"))
-    assert [(p, r) for p, r, *_ in rows] == [("good.py", 5)]  # flake8 goes on with the other file
+    # flake8 goes on with the other file; the deep one is FWD000, never silently clean
+    assert [(p, r, code) for p, r, _, code, _ in rows] == [("abyss.py", 1, "FWD000"), ("good.py", 5, "FWD001")]
 
 
 @pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no FIFOs on this system")

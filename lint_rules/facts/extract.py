@@ -20,6 +20,7 @@ from lint_rules.facts.init_contexts import InitContexts
 from lint_rules.facts.meta_submodules import MetaSubmodules
 from lint_rules.facts.model import FileFacts
 from lint_rules.facts.model_flow import ModelFlow
+from lint_rules.facts.parse import parse
 from lint_rules.facts.traversal import Collector, FileWalk
 from lint_rules.noqa import noqa_lines
 
@@ -45,7 +46,7 @@ def extract(source: str, path: str, module: str = "", is_package: bool = False, 
     if not active and tree is None and locate:
         return FileFacts(path=path, module=module, imports=(), classes=(), marks=(), parsed=False)
     if tree is None:
-        tree = cst.parse_module(source)
+        tree = parse(source)
     walk = FileWalk(source, module, is_package, active, locate=locate)
     fields = walk.run(tree)
     fields.setdefault("classes", ())

@@ -20,7 +20,7 @@ from typing import Callable, Optional, Sequence
 
 from lint_rules.diagnostics import Diagnostic
 from lint_rules.fix.result import FileFix, Unfixed
-from lint_rules.source import source_encoding
+from lint_rules.source import decode, one_line, source_encoding
 
 BOM = b"\xef\xbb\xbf"
 
@@ -115,9 +115,14 @@ def fix_file(fix_source: Callable[[str, bytes, Sequence[Diagnostic]], FileFix],
     import libcst as cst
 
     path, diagnostics = task
+    data = b""
     try:
-        return fix_source(path, Path(path).read_bytes(), diagnostics)
+        data = Path(path).read_bytes()
+        return fix_source(path, data, diagnostics)
     except (OSError, cst.ParserSyntaxError, RecursionError, SyntaxError, UnicodeDecodeError) as error:
-        text = str(error).strip()
-        message = f"fix not applied: {type(error).__name__}: {text.splitlines()[0] if text else ''}"
+        try:
+            source: Optional[str] = decode(data)
+        except (SyntaxError, UnicodeDecodeError, LookupError):
+            source = None
+        message = f"fix not applied: {one_line(error, source, path)}"
         return FileFix(path, error=message, unfixed=[Unfixed(d, "fix failed") for d in diagnostics])
