@@ -125,3 +125,18 @@ def test_pre_commit_check_and_fix_hooks(tmp_path: Path) -> None:
     assert with_registration.returncode == 0, with_registration.stdout + with_registration.stderr
     assert (project / "vae.py").read_text() == BAD.replace("GPT", "VAE").replace("generate", "sample")
     assert _git(project, env, "status", "--porcelain") == ""  # the cache directory ignores itself
+
+    # pre-commit stashes unstaged changes: a registration not staged is not seen (the commit would
+    # not have it), and staging it makes the commit pass
+    (project / "train.py").write_text((project / "train.py").read_text() + 'model.mark_forward_method("decode")\n')
+    (project / "vae.py").write_text(BAD.replace("GPT", "VAE").replace("generate", "sample") +
+                                    "\n    def decode(self, x):\n        return self(x)\n")
+    _git(project, env, "add", "vae.py")
+    unstaged = _run(["git", "commit", "-m", "decode"], project, env, timeout=240)
+    assert unstaged.returncode != 0, unstaged.stdout + unstaged.stderr
+    assert "vae.py:8:9: FWD001 VAE.decode runs" in unstaged.stdout + unstaged.stderr
+    (project / "vae.py").write_text(BAD.replace("GPT", "VAE").replace("generate", "sample") +
+                                    "\n    def decode(self, x):\n        return self(x)\n")  # undo the fix hook
+    _git(project, env, "add", "vae.py", "train.py")
+    staged = _run(["git", "commit", "-m", "decode"], project, env, timeout=240)
+    assert staged.returncode == 0, staged.stdout + staged.stderr
