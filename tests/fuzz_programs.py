@@ -48,6 +48,7 @@ import atexit
 import difflib
 import io
 import json
+import os
 import random
 import re
 import shutil
@@ -1393,6 +1394,17 @@ def import_check(outcomes: Sequence[Outcome], timeout: float = 300.0) -> None:
                 outcome.fail(f"import-unmarked[{style}]", f"fixed but not marked at run time: {result['unmarked']}")
 
 
+def _same_lint_rules() -> dict[str, str]:
+    """The environment for a ``python -m lint_rules.cli`` that runs the lint_rules this process
+    imported (not whatever the interpreter's installed copy points at)."""
+    import lint_rules
+
+    root = str(Path(lint_rules.__file__).resolve().parent.parent)
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join([root, *filter(None, [env.get("PYTHONPATH")])])
+    return env
+
+
 def cli_check(outcome: Outcome, workdir: Path) -> None:
     """``fwdlint --format json`` and ``fwdlint --fix`` through the command line agree with the API."""
     from lint_rules.engine import analyse
@@ -1402,7 +1414,7 @@ def cli_check(outcome: Outcome, workdir: Path) -> None:
     paths = write_program(program, directory)
     names = [name for name, _ in program.linted()]
     proc = subprocess.run([sys.executable, "-m", "lint_rules.cli", "--format", "json", "--no-cache", *names],
-                          cwd=directory, capture_output=True, text=True, timeout=300)
+                          cwd=directory, capture_output=True, text=True, timeout=300, env=_same_lint_rules())
     if "Traceback" in proc.stderr or proc.returncode not in (0, 1, 2):
         outcome.fail("cli-crashes", proc.stderr.strip()[-300:])
         return
@@ -1420,7 +1432,7 @@ def cli_check(outcome: Outcome, workdir: Path) -> None:
         target = workdir / f"cli-{style}"
         write_program(program, target)
         proc = subprocess.run([sys.executable, "-m", "lint_rules.cli", "--fix", "--fix-style", style, "--no-cache",
-                               *names], cwd=target, capture_output=True, text=True, timeout=300)
+                               *names], cwd=target, capture_output=True, text=True, timeout=300, env=_same_lint_rules())
         if "Traceback" in proc.stderr:
             outcome.fail(f"cli-crashes[{style}]", proc.stderr.strip()[-300:])
             continue
