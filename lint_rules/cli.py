@@ -1,7 +1,12 @@
 """``fwdlint``: the command-line front end (thin: parse options, call the engine, print).
 
+No paths means the current directory (as in flake8 and ruff). Options come from the command line
+and the configuration file ``settings`` finds (``--config``, ``--isolated``); an option given
+replaces the file's key.
+
 Exit status: 0 clean, 1 findings, 2 usage error or a file that could not be read or parsed
-(every other file is still checked and reported).
+(every other file is still checked and reported), or a configuration that cannot be used
+(unknown key, bad value, unparsable file: one line naming the file and the key).
 
 ``--fix`` / ``--diff`` (``lint_rules/fix/run.py``): the diff goes to stdout, ``not fixed`` lines and the
 summary to stderr. ``--fix``: 0 nothing remains, 1 findings remain, 2 errors; ``--diff``: 1 if
@@ -16,13 +21,12 @@ import sys
 from pathlib import Path
 from typing import Optional, Sequence
 
-from lint_rules import __version__, contract, environment, report
+from lint_rules import __version__, contract, environment, report, settings
 from lint_rules.diagnostics import FileError
 from lint_rules.discover import python_files
 from lint_rules.engine import Result, Run, analyse
 from lint_rules.fix import run as fix
 from lint_rules.project import Config
-from lint_rules.settings import read_config, split_list
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -40,15 +44,27 @@ def _parser() -> argparse.ArgumentParser:
 
 def _input_options(parser: argparse.ArgumentParser) -> None:
     """What to check and how: paths, selection, configuration, project and environment."""
-    parser.add_argument("paths", nargs="*", help="files and directories to check (none: nothing to do)")
+    parser.add_argument("paths", nargs="*", default=["."],
+                        help="files and directories to check (default: the current directory)")
     parser.add_argument("--select", help="comma-separated code prefixes to report (default: FWD)")
     parser.add_argument("--ignore", help="comma-separated code prefixes not to report")
-    parser.add_argument("--exclude", help="comma-separated globs of files/directories to skip")
+    parser.add_argument("--exclude", help="comma-separated globs of files/directories to skip, as in flake8: "
+                        "one holding a / is relative to the current directory and matches whole paths "
+                        "(mymodels/vae.py, mymodels/*, sub/), one without matches any file or directory "
+                        "name (vae.py, build_*)")
+    parser.add_argument("--per-file-ignores", metavar="PATTERN:CODES", help="codes not to report in the files "
+                        "a pattern names, as in flake8 ('tests/*:FWD001 scripts/*.py:FWD002,FWD003'); "
+                        "patterns match as in --exclude")
+    parser.add_argument("--config", metavar="PATH", help="read the configuration from this file only "
+                        "([fwdlint], or [tool.fwdlint] in a .toml file; default: the first pyproject.toml, "
+                        "setup.cfg, tox.ini or .flake8 with one, from the checked paths upwards)")
+    parser.add_argument("--isolated", action="store_true", help="read no configuration file")
     parser.add_argument("-j", "--jobs", type=int, default=1, help="parallel workers (0: one per CPU)")
     parser.add_argument("--module-bases", help="extra base classes that are nn.Module subclasses")
-    parser.add_argument("--mark-decorators", help="your own decorators that apply runtime_shim's "
-                        f"@{contract.DECORATOR_NAME} and so also mark an entry point "
-                        f"(in addition to @{' and @'.join(contract.MARK_DECORATORS)} from {contract.DECORATOR_MODULE})")
+    parser.add_argument("--mark-decorators", help="comma-separated names of your own decorators that apply "
+                        f"runtime_shim's @{contract.DECORATOR_NAME} and so also mark an entry point, in addition "
+                        f"to @{' and @'.join(contract.MARK_DECORATORS)} from {contract.DECORATOR_MODULE}, which "
+                        "always count (a dotted name matches that name only, a bare one any decorator so named)")
     parser.add_argument("--project-root", type=Path, help="the project whose files make up the view every "
                         "file is checked with (default: nearest pyproject.toml, setup.cfg, setup.py or .git)")
     parser.add_argument("--cache-dir", type=Path, help="where the facts cache lives "
@@ -60,8 +76,35 @@ def _input_options(parser: argparse.ArgumentParser) -> None:
 
 
 def _output_options(parser: argparse.ArgumentParser) -> None:
-    """How findings are reported."""
-    parser.add_argument("--format", choices=("text", "json"), default="text")
+    """How findings are reported (``report.py``, ``sarif.py``), and ``--explain``."""
+    from lint_rules import rule_docs
+
+    class Explain(argparse.Action):
+        """Print a rule's documentation and stop, like ``--version`` (0; an unknown code: one line, 2)."""
+
+        def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, value: object,
+                     option: object = None) -> None:
+            rule = rule_docs.rule_for(str(value))
+            if rule is None:
+                parser.exit(2, f"fwdlint: error: --explain {value}: no such rule "
+                               f"(codes: {', '.join(rule_docs.rules.CODES)})\n")
+            sys.stdout.write(rule_docs.documentation(rule) + "\n")
+            parser.exit(0)
+
+    parser.add_argument("--format", choices=report.FORMATS, default="text",
+                        help="text (default), json, github (Actions workflow commands) or sarif (SARIF 2.1.0)")
+    parser.add_argument("--output-file", metavar="PATH", help="write the report (what would go to stdout) "
+                        "to PATH, replacing it atomically; errors stay on stderr")
+    parser.add_argument("--statistics", action="store_true", help="count the findings per code, after the "
+                        "report (on stderr for json and sarif, which stay one document)")
+    parser.add_argument("--exit-zero", action="store_true", help="exit 0 even with findings or files that "
+                        "could not be checked (as flake8 and ruff); 2 stays for usage and configuration errors")
+    parser.add_argument("-q", "--quiet", action="store_true", help="print findings, errors and what was asked "
+                        "for (--statistics, the diff), nothing else (no notes, no fix summary)")
+    parser.add_argument("--show-source", action="store_true",
+                        help="text format: under each finding, its source line and a caret under the column")
+    parser.add_argument("--explain", metavar="CODE", action=Explain,
+                        help="print a rule's documentation (code or short name) and exit")
 
 
 def _fix_options(parser: argparse.ArgumentParser) -> None:
@@ -99,18 +142,29 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
 
 
 def _report(args: argparse.Namespace, result: Result, run: Run) -> int:
-    """Print the findings and errors of an analysis; the exit status."""
-    if args.format == "json":
-        sys.stdout.write(report.as_json(result))
-        if result.errors:
-            sys.stderr.write(report.text(result)[1])
-    else:
-        out, err = report.text(result)
-        sys.stdout.write(out)
-        sys.stderr.write(err)
-        if result.installed_read:
-            print(f"fwdlint: read {result.installed_read} installed file(s) of {run.environment.python} to resolve names",
-                  file=sys.stderr)
+    """Print the findings and errors of an analysis in the chosen format; the exit status."""
+    from lint_rules import sarif
+
+    counts = report.statistics(result.diagnostics) if args.statistics else ""
+    err = report.error_lines(result.errors)
+    if args.format == "text":
+        out, err = report.text(result, show_source=args.show_source)
+        out += counts
+        if result.installed_read and not args.quiet:
+            err += (f"fwdlint: read {result.installed_read} installed file(s) of {run.environment.python} "
+                    "to resolve names\n")
+    elif args.format == "github":
+        out = report.github(result) + counts
+    else:  # one JSON document on stdout: the statistics go to stderr
+        out = report.as_json(result) if args.format == "json" else sarif.as_sarif(result)
+        err += counts
+    failed = report.write(out, args.output_file)
+    sys.stderr.write(err)
+    if failed is not None:
+        print(failed, file=sys.stderr)
+        return 2
+    if args.exit_zero:
+        return 0
     if result.errors:
         return 2
     return 1 if result.diagnostics else 0
@@ -118,28 +172,35 @@ def _report(args: argparse.Namespace, result: Result, run: Run) -> int:
 
 def _run_options(args: argparse.Namespace) -> Run | int:
     """The run the options and the configuration ask for, or an exit status after a one-line error."""
-    settings = read_config(Path.cwd())
-
-    def option(name: str, default: tuple[str, ...] = ()) -> tuple[str, ...]:
-        value = getattr(args, name.replace("-", "_"))
-        return split_list(value) if value is not None else settings.get(name, default)
-
-    config = Config(
-        module_bases=option("module-bases"),
-        mark_decorators=option("mark-decorators"),
-    )
-    python = args.python or " ".join(settings.get("python-executable", ())) or None
+    given = {key: getattr(args, key.replace("-", "_")) for key in (*settings.LIST_KEYS, "per-file-ignores")}
     try:
-        env = environment.find(python)
-    except environment.NoInterpreter as exc:
-        print(f"fwdlint: error: {exc}", file=sys.stderr)
+        options = settings.resolve({**given, "python": args.python}, args.paths, args.config, args.isolated)
+    except settings.ConfigError as exc:
+        print(exc, file=sys.stderr)
         return 2
-    return Run(config=config, select=option("select", ("FWD",)), ignore=option("ignore"), environment=env,
+    for warning in options.warnings:
+        print(warning, file=sys.stderr)
+    try:
+        env = environment.find(options.python)
+    except environment.NoInterpreter as exc:
+        if options.python_source is None:
+            print(f"fwdlint: error: {exc}", file=sys.stderr)
+        else:  # the file and key, then the reason without the option name it does not come from
+            print(f"{options.python_source}: {str(exc).replace(f'--python {options.python}: ', '', 1)}",
+                  file=sys.stderr)
+        return 2
+    return Run(config=Config(module_bases=options.module_bases, mark_decorators=options.mark_decorators),
+               select=options.select, ignore=options.ignore, environment=env,
                jobs=args.jobs or os.cpu_count() or 1, project_root=args.project_root.resolve() if args.project_root
-               else None, cache=not args.no_cache, cache_dir=args.cache_dir, exclude=option("exclude"))
+               else None, cache=not args.no_cache, cache_dir=args.cache_dir, exclude=options.exclude,
+               per_file_ignores=options.per_file_ignores)
 
 
 def _fix(args: argparse.Namespace, files: list[str], options: Run, walk_errors: list[tuple[str, str]]) -> int:
+    if args.format not in ("text", "json"):
+        print(f"fwdlint: error: --format {args.format} reports findings; with --fix or --diff use text or json",
+              file=sys.stderr)
+        return 2
     run = fix.plan(files, options, style=args.fix_style) if args.diff else fix.fix_in_passes(
         files, options, style=args.fix_style)
     run.errors = sorted([*run.errors, *(FileError(path, reason) for path, reason in walk_errors)])
@@ -147,20 +208,25 @@ def _fix(args: argparse.Namespace, files: list[str], options: Run, walk_errors: 
 
 
 def _fix_report(args: argparse.Namespace, run: fix.FixRun) -> int:
-    """Print a fix run (the diff to stdout, the rest to stderr); the exit status."""
-    if args.diff:
-        for file in run.changed:
-            sys.stdout.flush()
-            sys.stdout.buffer.write(fix.unified_diff(file))
-    for line in fix.report_lines(run):
-        print(line, file=sys.stderr)
-    for error in run.errors:
-        print(f"{report.shown(error.path)}: error: {error.message}", file=sys.stderr)
-    done = "would fix" if args.diff else "fixed"
-    if run.fixed or run.unfixed:
-        print(f"fwdlint: {done} {len(run.fixed)} finding(s) in {len({f.path for f in run.changed})} file(s), "
-              f"{len(run.unfixed)} not fixed", file=sys.stderr)
-    return fix.exit_status(run, diff=args.diff)
+    """Print a fix run; the exit status. text: the diff to stdout, the rest to stderr; json: one
+    document on stdout (``report.fix_json``), only error lines on stderr."""
+    counts = report.statistics(u.diagnostic for u in run.unfixed) if args.statistics else ""
+    err = report.error_lines(run.errors)
+    if args.format == "json":
+        out: str | bytes = report.fix_json(run, diff=args.diff)
+    else:
+        out = b"".join(fix.unified_diff(file) for file in run.changed) if args.diff else b""
+        err = "".join(f"{line}\n" for line in fix.report_lines(run)) + err
+        done = "would fix" if args.diff else "fixed"
+        if (run.fixed or run.unfixed) and not args.quiet:
+            err += (f"fwdlint: {done} {len(run.fixed)} finding(s) in {len({f.path for f in run.changed})} file(s), "
+                    f"{len(run.unfixed)} not fixed\n")
+    failed = report.write(out, args.output_file)
+    sys.stderr.write(err + counts)
+    if failed is not None:
+        print(failed, file=sys.stderr)
+        return 2
+    return 0 if args.exit_zero else fix.exit_status(run, diff=args.diff)
 
 
 if __name__ == "__main__":

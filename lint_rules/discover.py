@@ -1,6 +1,15 @@
 """Which files a run checks: recurse into directories, skip VCS/venv/cache folders and
 ``--exclude`` globs; a file named on the command line is always read unless the user's own
-``--exclude`` names it."""
+``--exclude`` names it.
+
+Patterns mean what they mean to flake8 (``flake8.utils.normalize_path`` / ``matches_filename``):
+a pattern holding a path separator (``mymodels/vae.py``, ``mymodels/*``, ``sub/``, ``./sub``,
+``*/vae.py``) is anchored to the directory it was written relative to (the working directory for
+options, the config file's directory for its values) and matched against the file's absolute
+path; a pattern without one (``vae.py``, ``sub``, ``build_*``) is matched against the base name
+of every file and directory. ``*`` also crosses ``/`` (``sub/*.py`` takes ``sub/deep/x.py`` too),
+as in flake8. The same matching decides ``per-file-ignores``.
+"""
 
 from __future__ import annotations
 
@@ -13,10 +22,29 @@ DEFAULT_EXCLUDE = (".svn", "CVS", ".bzr", ".hg", ".git", "__pycache__", ".tox", 
                    ".venv", "venv", ".mypy_cache", ".pytest_cache", "node_modules", "site-packages")
 
 
-def _matches(path: str, patterns: Sequence[str]) -> bool:
-    name = os.path.basename(path.rstrip(os.sep)) or path
-    return any(fnmatch.fnmatch(name, p) or fnmatch.fnmatch(path, p) or fnmatch.fnmatch(os.path.abspath(path), p)
-               for p in patterns)
+def normalize_pattern(pattern: str, parent: str = os.curdir) -> str:
+    """``pattern`` as it is matched: anchored to ``parent`` if it names a path (holds a separator
+    or is ``.``), else unchanged; trailing separators dropped. Idempotent."""
+    separators = os.sep + (os.altsep or "")
+    if pattern == "." or any(sep in pattern for sep in separators):
+        pattern = os.path.abspath(os.path.join(parent, pattern))
+    return pattern.rstrip(separators) or pattern
+
+
+def normalize_patterns(patterns: Sequence[str], parent: str = os.curdir) -> tuple[str, ...]:
+    return tuple(normalize_pattern(p, parent) for p in patterns)
+
+
+def matches(path: str, patterns: Sequence[str]) -> bool:
+    """Whether ``path`` (relative to the working directory, or absolute) is named by one of the
+    normalized ``patterns``: by its base name or by its absolute path."""
+    if not patterns:
+        return False
+    name = os.path.basename(path.rstrip(os.sep + (os.altsep or "")))  # `sub/` is the directory `sub`
+    if name not in ("", ".", "..") and any(fnmatch.fnmatch(name, p) for p in patterns):
+        return True
+    absolute = os.path.abspath(path)
+    return any(fnmatch.fnmatch(absolute, p) for p in patterns)
 
 
 def _is_virtualenv(directory: str) -> bool:
@@ -27,9 +55,12 @@ def python_files(paths: Sequence[str], exclude: Sequence[str] = (),
                  skip_dir: Optional[Callable[[str], bool]] = None,
                  errors: Optional[list[tuple[str, str]]] = None) -> Iterator[str]:
     """Yield the files to check, in a stable order, as paths relative to how they were given,
-    each once (a file given twice, or as ``./a.py`` and ``a.py``, is checked once); ``skip_dir``
+    each once (a file given twice, or as ``./a.py`` and ``a.py``, is checked once); ``exclude``
+    patterns not yet normalized are taken relative to the working directory; ``skip_dir``
     leaves out more directories below the given ones; a directory that cannot be listed is added
     to ``errors`` as ``(path, reason)`` instead of being skipped in silence."""
+    exclude = normalize_patterns(exclude)
+    skipped = (*DEFAULT_EXCLUDE, *exclude)
     seen: set[str] = set()
 
     def first_time(path: str) -> bool:
@@ -44,7 +75,7 @@ def python_files(paths: Sequence[str], exclude: Sequence[str] = (),
             errors.append((error.filename or "", f"cannot list directory: {error.strerror or error}"))
 
     for given in paths:
-        if _matches(given, exclude):
+        if matches(given, exclude):
             continue
         if not os.path.isdir(given):
             if first_time(given):
@@ -53,13 +84,13 @@ def python_files(paths: Sequence[str], exclude: Sequence[str] = (),
         for root, dirs, files in os.walk(given, onerror=unreadable):
             dirs[:] = sorted(
                 d for d in dirs
-                if not _matches(os.path.join(root, d), (*DEFAULT_EXCLUDE, *exclude))
+                if not matches(os.path.join(root, d), skipped)
                 and not _is_virtualenv(os.path.join(root, d))
                 and not (skip_dir is not None and skip_dir(os.path.join(root, d)))
             )
             for name in sorted(files):
                 full = os.path.join(root, name)
-                if name.endswith(".py") and not _matches(full, exclude) and _is_regular(full) and first_time(full):
+                if name.endswith(".py") and not matches(full, exclude) and _is_regular(full) and first_time(full):
                     yield os.path.normpath(full)
 
 

@@ -15,6 +15,7 @@ from typing import Iterable, Optional, Sequence
 
 from lint_rules import environment
 from lint_rules.diagnostics import Diagnostic, FileError
+from lint_rules.discover import matches, normalize_pattern
 from lint_rules.facts.model import FileFacts
 from lint_rules.layout import find_root, module_name_for, project_files
 from lint_rules.noqa import is_suppressed
@@ -35,6 +36,8 @@ class Run:
     cache: bool = True
     cache_dir: Optional[Path] = None  # None: .fwdlint_cache under the (first) project root
     exclude: tuple[str, ...] = ()  # also left out of project views
+    # (pattern, codes): codes also ignored in files the pattern names (``discover.matches``)
+    per_file_ignores: tuple[tuple[str, tuple[str, ...]], ...] = ()
     # Where installed packages are read from (``environment``); None: the default interpreter's.
     environment: Optional[environment.Environment] = None
 
@@ -70,6 +73,7 @@ class Session:
             root = run.project_root or (find_root(Path(first_path)) if first_path else None)
             cache_dir = run.cache_dir or (default_cache_dir(root) if root is not None else None)
         self.store = FactsStore(cache_dir)
+        self.per_file_ignores = tuple((normalize_pattern(p), codes) for p, codes in run.per_file_ignores)
         self.views: dict[Optional[Path], ProjectIndex] = {}
         self._environment = run.environment
         self.resolved: set[str] = set()  # files read only to resolve names
@@ -109,7 +113,12 @@ class Session:
         return outcome if isinstance(outcome, FileFacts) else None
 
     def check(self, view: ProjectIndex, facts: FileFacts, honour_noqa: bool = True) -> list[Diagnostic]:
-        return check_file(view, facts, self.run.select, self.run.ignore, honour_noqa)
+        return check_file(view, facts, self.run.select, self.ignore_for(facts.path), honour_noqa)
+
+    def ignore_for(self, path: str) -> tuple[str, ...]:
+        """``ignore`` plus the ``per-file-ignores`` codes of the patterns that name ``path``."""
+        extra = [code for pattern, codes in self.per_file_ignores if matches(path, (pattern,)) for code in codes]
+        return (*self.run.ignore, *extra)
 
 
 def check_file(index: ProjectIndex, facts: FileFacts, select: Sequence[str], ignore: Sequence[str],

@@ -1,12 +1,39 @@
-"""Output formats. The JSON schema (version 1) is read by other tools: keep it stable."""
+"""Output formats of ``fwdlint`` (check and fix runs), and writing them where ``--output-file`` says.
+
+* ``text``: ``path:line:col: CODE message [short-name]`` per finding (1-based columns), with
+  ``--show-source`` the source line and a caret under the column (flake8's layout).
+* ``json``: version 1, read by other tools: keep it stable (adding a field keeps the version).
+  Each diagnostic carries the rule's short name in ``"name"``; ``message`` is the text the flake8
+  plugin prints after the code (the fixture tests compare the two).
+* ``github``: GitHub Actions workflow commands (``::error file=...,line=...,col=...,title=FWD001::...``),
+  escaped as the Actions toolkit does: ``%``, CR and LF in the message, also ``:`` and ``,`` in properties.
+* ``sarif``: ``lint_rules/sarif.py``.
+
+Per-file errors go to stderr as one line each in every format, and are also part of the json,
+sarif and github output. ``write`` puts a report on stdout or, atomically, into a file.
+"""
 
 from __future__ import annotations
 
+import collections
 import json
+import os
+import re
+import sys
+import tempfile
+from typing import TYPE_CHECKING, Any, Iterable, Optional, Sequence, Union
 
+from lint_rules.diagnostics import Diagnostic, FileError
 from lint_rules.engine import Result
+from lint_rules.rule_docs import name_of
+from lint_rules.source import decode
+
+if TYPE_CHECKING:
+    from lint_rules.fix.run import FixRun
 
 JSON_VERSION = 1
+FORMATS = ("text", "json", "github", "sarif")
+_LINE_END = re.compile(r"\r\n|\r|\n")  # Python's line ends only (never \f or U+2028)
 
 
 def shown(path: str) -> str:
@@ -18,23 +45,149 @@ def shown(path: str) -> str:
                    for c in path)
 
 
-def text(result: Result) -> tuple[str, str]:
-    """(stdout, stderr): flake8-style ``path:line:col: CODE message`` lines, 1-based columns."""
-    out = "".join(f"{shown(d.path)}:{d.line}:{d.col + 1}: {d.code} {d.message}\n" for d in result.diagnostics)
-    err = "".join(f"{shown(e.path)}: error: {e.message}\n" for e in result.errors)
-    return out, err
+def finding_text(diagnostic: Diagnostic) -> str:
+    """``message [short-name]``: what the text and github formats print after the code."""
+    name = name_of(diagnostic.code)
+    return f"{diagnostic.message} [{name}]" if name else diagnostic.message
+
+
+def error_lines(errors: Iterable[FileError]) -> str:
+    return "".join(f"{shown(e.path)}: error: {e.message}\n" for e in errors)
+
+
+def _source_lines(path: str) -> Optional[list[str]]:
+    """The file's lines as Python splits them, or None if it can no longer be read."""
+    try:
+        with open(path, "rb") as handle:
+            return _LINE_END.split(decode(handle.read()))
+    except (OSError, UnicodeDecodeError, SyntaxError, LookupError):
+        return None
+
+
+def _caret(line: str, col: int) -> str:
+    """flake8's ``--show-source``: the line, then a caret under the column (tabs kept, so it lines up)."""
+    indent = "".join(c if c.isspace() else " " for c in line[:col])
+    return f"{line}\n{indent}^\n"
+
+
+def text(result: Result, show_source: bool = False) -> tuple[str, str]:
+    """(stdout, stderr): flake8-style ``path:line:col: CODE message [name]`` lines, 1-based columns."""
+    out = []
+    sources: dict[str, Optional[list[str]]] = {}
+    for d in result.diagnostics:
+        out.append(f"{shown(d.path)}:{d.line}:{d.col + 1}: {d.code} {finding_text(d)}\n")
+        if show_source:
+            if d.path not in sources:
+                sources[d.path] = _source_lines(d.path)
+            lines = sources[d.path]
+            if lines is not None and 0 < d.line <= len(lines):
+                out.append(_caret(lines[d.line - 1], d.col))
+    return "".join(out), error_lines(result.errors)
+
+
+def _diagnostic(d: Diagnostic) -> dict[str, Any]:
+    return {"path": d.path, "line": d.line, "col": d.col + 1, "code": d.code, "name": name_of(d.code),
+            "message": d.message, "symbol": d.symbol}
 
 
 def as_json(result: Result) -> str:
     payload = {
         "version": JSON_VERSION,
-        "diagnostics": [
-            {"path": d.path, "line": d.line, "col": d.col + 1, "code": d.code, "message": d.message,
-             "symbol": d.symbol}
-            for d in result.diagnostics
-        ],
+        "diagnostics": [_diagnostic(d) for d in result.diagnostics],
         "errors": [{"path": e.path, "message": e.message} for e in result.errors],
         "stats": {"files_read_to_resolve_names": result.resolved_read,
                   "installed_files_read": result.installed_read},
     }
     return json.dumps(payload, indent=2) + "\n"
+
+
+def _escape_data(value: str) -> str:
+    return value.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+
+
+def _escape_property(value: str) -> str:
+    return _escape_data(value).replace(":", "%3A").replace(",", "%2C")
+
+
+def _command(properties: Sequence[tuple[str, object]], message: str) -> str:
+    props = ",".join(f"{key}={_escape_property(str(value))}" for key, value in properties)
+    return f"::error {props}::{_escape_data(message)}\n"
+
+
+def _relative(path: str) -> str:
+    """The path relative to the working directory when it is below it (what Actions resolves)."""
+    absolute = os.path.abspath(path)
+    relative = os.path.relpath(absolute)
+    return path if relative.startswith(os.pardir) else relative.replace(os.sep, "/")
+
+
+def github(result: Result) -> str:
+    """One ``::error`` workflow command per finding, and one (file only) per file that could not be checked."""
+    lines = [_command((("file", _relative(d.path)), ("line", d.line), ("col", d.col + 1), ("title", d.code)),
+                      finding_text(d)) for d in result.diagnostics]
+    lines += [_command((("file", _relative(e.path)), ("title", "fwdlint")), e.message) for e in result.errors]
+    return "".join(lines)
+
+
+def statistics(diagnostics: Iterable[Diagnostic]) -> str:
+    """flake8's ``--statistics`` layout, one line per code: ``count code short-name`` (flake8 shows the
+    first message instead; ours name one method, so the rule's name is what describes the count)."""
+    counts = collections.Counter(d.code for d in diagnostics)
+    return "".join(f"{counts[code]:<5} {code} {name_of(code)}\n" for code in sorted(counts))
+
+
+def fix_json(run: "FixRun", diff: bool) -> str:
+    """The ``--fix`` / ``--diff`` outcome as JSON (same version and diagnostic fields as ``as_json``).
+
+    ``files``: the files written (``--fix``) or that would change (``--diff``, with the unified diff
+    as text in the file's own encoding; encode it back with that encoding for ``git apply``)."""
+    from lint_rules.fix.run import unified_diff  # not at import time: fix.run imports this module
+    from lint_rules.source import source_encoding
+
+    files: dict[str, dict[str, Any]] = {}
+    for file in run.changed:
+        entry = files.setdefault(file.path, {"path": file.path, "written": not diff})
+        if diff:
+            encoding = source_encoding(file.old)
+            entry["encoding"] = encoding
+            entry["diff"] = unified_diff(file).decode(encoding, "surrogateescape")
+    payload = {
+        "version": JSON_VERSION,
+        "mode": "diff" if diff else "fix",
+        "fixed": [_diagnostic(d) for d in run.fixed],
+        "not_fixed": [{**_diagnostic(u.diagnostic), "reason": u.reason} for u in run.unfixed],
+        "files": list(files.values()),
+        "errors": [{"path": e.path, "message": e.message} for e in run.errors],
+    }
+    return json.dumps(payload, indent=2) + "\n"
+
+
+def write(report: Union[str, bytes], output_file: Optional[str]) -> Optional[str]:
+    """Put ``report`` on stdout, or replace ``output_file`` with it atomically (a temporary file in
+    the same directory, then a rename: a reader never sees half a report, an old one survives a
+    failure). None, or the one-line reason it could not be written."""
+    if output_file is None:
+        if isinstance(report, bytes):
+            sys.stdout.flush()
+            sys.stdout.buffer.write(report)
+            sys.stdout.buffer.flush()
+        else:
+            sys.stdout.write(report)
+        return None
+    data = report if isinstance(report, bytes) else report.encode("utf-8", "backslashreplace")
+    target = os.path.realpath(output_file)  # a symlink keeps pointing at the report
+    tmp = None
+    try:
+        fd, tmp = tempfile.mkstemp(dir=os.path.dirname(target), prefix=f".{os.path.basename(target)}.",
+                                   suffix=".fwdlint-tmp")
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)  # mkstemp's 0600 is for secrets; a report is an ordinary file
+        os.replace(tmp, target)
+    except OSError as error:
+        if tmp is not None and os.path.exists(tmp):
+            os.unlink(tmp)
+        return f"fwdlint: error: --output-file {shown(output_file)}: cannot write: {error.strerror or error}"
+    return None

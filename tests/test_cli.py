@@ -29,12 +29,18 @@ def test_exit_codes(project: Path) -> None:
         "good.py:4:9: FWD001 M.gen runs the module's forward computation outside forward (gen -> self(...) "
         "at line 5) but is not marked as a forward entry point; decorate it with @forward_entry from "
         "runtime_shim (importing runtime_shim routes marked methods through DDP, FSDP and Fabric) or call "
-        "model.mark_forward_method('gen') after fabric.setup()\n"
+        "model.mark_forward_method('gen') after fabric.setup() [unmarked-forward-entry]\n"
     )
 
 
-def test_no_paths_is_clean(project: Path) -> None:
+def test_no_paths_checks_the_current_directory(project: Path) -> None:
+    """As in flake8 and ruff (pre-commit never runs a hook with no files, so nothing relied on the
+    old "no paths: nothing to do"); a directory without Python files is a clean run."""
     proc = run_cli(project)
+    assert (proc.returncode, proc.stdout, proc.stderr) == (1, run_cli(project, ".").stdout, "")
+    assert proc.stdout.startswith("good.py:4:9: FWD001")
+    (project / "empty").mkdir()
+    proc = run_cli(project / "empty")
     assert (proc.returncode, proc.stdout, proc.stderr) == (0, "", "")
 
 
@@ -62,7 +68,7 @@ def test_json_errors_and_schema(project: Path) -> None:
     assert payload["errors"] == [{"path": "broken.py", "message": payload["errors"][0]["message"]}]
     [diagnostic] = payload["diagnostics"]
     assert diagnostic == {
-        "path": "good.py", "line": 4, "col": 9, "code": "FWD001", "symbol": "M.gen",
+        "path": "good.py", "line": 4, "col": 9, "code": "FWD001", "name": "unmarked-forward-entry", "symbol": "M.gen",
         "message": diagnostic["message"],
     }
 

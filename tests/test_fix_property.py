@@ -20,6 +20,7 @@ from hypothesis import strategies as st
 
 from lint_rules.fix import run as fix
 from lint_rules.engine import Run, analyse
+from lint_rules.fix.verify import BOM
 
 # Method bodies from fixtures/fwd001 (computation_self.py, computation_submodules.py, ...):
 # (body lines, whether FWD001 reports it when undecorated and not private-called).
@@ -144,15 +145,17 @@ def test_fix_properties(source: bytes) -> None:
         # parses, compiles
         cst.parse_module(fixed)
         compile(fixed, str(path), "exec", dont_inherit=True)
-        # only whole lines inserted (plus one name in an existing runtime_shim import)
-        old_lines = source.splitlines(keepends=True)
-        new_lines = fixed.splitlines(keepends=True)
+        # only whole lines inserted (plus one name in an existing runtime_shim import); the BOM
+        # belongs to the file, not to its first line (a new import may become the first line)
+        assert fixed.startswith(BOM) == source.startswith(BOM)
+        old_lines = source.removeprefix(BOM).splitlines(keepends=True)
+        new_lines = fixed.removeprefix(BOM).splitlines(keepends=True)
         inserted = []
         for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(None, old_lines, new_lines, autojunk=False).get_opcodes():
             if tag == "equal":
                 continue
             if tag == "insert":
-                inserted += [line.strip().lstrip(b"\xef\xbb\xbf") for line in new_lines[j1:j2]]
+                inserted += [line.strip() for line in new_lines[j1:j2]]
             else:
                 assert all(b"runtime_shim import" in line or line.strip() in (b"guard,", b")")
                            for line in old_lines[i1:i2]), (tag, old_lines[i1:i2], new_lines[j1:j2])

@@ -87,7 +87,8 @@ def test_pre_commit_check_and_fix_hooks(tmp_path: Path) -> None:
     # the hook environment must not have torch
     envs = list((tmp_path / "pre-commit-home").glob("repo*/py_env-*"))
     assert envs and not list(envs[0].glob("lib/python*/site-packages/torch"))
-    # the installed command with an empty file list (what a hook gets with nothing to check)
+    # the installed command with no paths checks the current directory, which has no Python file yet
+    # (pre-commit itself never runs a hook with an empty file list: it skips it)
     for args in ([], ["--fix"], ["--diff"]):
         empty_list = _run([str(envs[0] / "bin" / "fwdlint"), *args], project, env)
         assert (empty_list.returncode, empty_list.stdout, empty_list.stderr) == (0, "", ""), args

@@ -160,8 +160,7 @@ def register_after_sites(path: str, plan: Sequence[tuple[WrapSite, Sequence[str]
         module = edit.module
         references.update((kind, edit.reference) for kind in kinds)
         extended = edit.extended or extended
-        if edit.inserted is not None:
-            inserted.append(edit.inserted)
+        inserted.extend(edit.lines)
     after: dict[cst.CSTNode, list[cst.SimpleStatementLine]] = {}
     ancestors: set[cst.CSTNode] = set()
     for site, names in plan:

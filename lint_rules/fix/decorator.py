@@ -93,8 +93,7 @@ def fix_source(path: str, old: bytes, diagnostics: Sequence[Diagnostic]) -> File
     edit = ensure_import(module, contract.DECORATOR_MODULE, contract.DECORATOR_NAME, min(targets.values()), code)
     new_module = edit.module.visit(_AddDecorator(set(targets), ancestors, edit.reference))
     plan = Plan(inserted=[planned(f"@{edit.reference}", module.encoding)] * len(targets), extended=edit.extended)
-    if edit.inserted is not None:
-        plan.inserted.append(edit.inserted)
+    plan.inserted.extend(edit.lines)
     return checked(result, new_module.bytes + tail, plan)
 
 

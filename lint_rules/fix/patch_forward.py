@@ -82,8 +82,7 @@ def fix_source(path: str, old: bytes, diagnostics: Sequence[Diagnostic]) -> File
     new_module = edit.module.visit(_Rewrite(targets, ancestors))
     replaced = {line: planned(cst.Module([]).code_for_node(node.with_changes(body=[targets[node]], leading_lines=[]))
                         .strip(), module.encoding) for node, (_, _, line) in chosen.items()}
-    plan = Plan(inserted=[edit.inserted] if edit.inserted is not None else [], extended=edit.extended,
-                replaced=replaced)
+    plan = Plan(inserted=edit.lines, extended=edit.extended, replaced=replaced)
     return checked(result, new_module.bytes + tail, plan)
 
 

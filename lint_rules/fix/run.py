@@ -9,6 +9,7 @@ parsed again, and a file whose fix is refused is left untouched and reported.
 from __future__ import annotations
 
 import difflib
+import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -122,12 +123,36 @@ def write(run: FixRun) -> None:
     run.errors.sort()
 
 
+def diff_name(path: str) -> str:
+    """The path a diff header names: relative to the working directory, so that ``git apply`` and
+    ``patch -p1`` run where fwdlint ran take the diff, however the file was named (``/abs/m.py``,
+    ``../proj/m.py``, ``$PWD/m.py`` through a symlinked directory). A file outside the working
+    directory gets a ``../`` path: ``git apply`` takes it with ``--unsafe-paths`` (its switch for
+    paths outside the working area), GNU patch refuses it; an absolute name (``a//abs/m.py``, what
+    was printed before) is refused by both."""
+    try:
+        cwd = os.getcwd()
+    except OSError:  # the working directory is gone: nothing is relative to it
+        return Path(os.path.abspath(path)).as_posix()
+    lexical = os.path.abspath(path)
+    # the names as given first (a symlinked file keeps its own name), then with symlinks resolved
+    # (the shell's $PWD may name the working directory through a symlink, getcwd() never does)
+    for base, target in ((cwd, lexical), (os.path.realpath(cwd), os.path.realpath(lexical))):
+        try:
+            relative = os.path.relpath(target, base)
+        except ValueError:  # another drive (Windows)
+            return Path(lexical).as_posix()
+        if relative != os.pardir and not relative.startswith(os.pardir + os.sep):
+            return Path(relative).as_posix()
+    return Path(os.path.relpath(lexical, cwd)).as_posix()
+
+
 def unified_diff(file: FileFix) -> bytes:
-    """``--- a/path`` / ``+++ b/path`` so ``git apply`` and ``patch -p1`` take the output.
+    """``--- a/path`` / ``+++ b/path`` (``diff_name``) so ``git apply`` and ``patch -p1`` take the output.
 
     Made of the files' own bytes: re-encoding the lines (a latin-1 file, a UTF-8 BOM on line 1)
     would give context lines that no longer match the file, and the patch would not apply."""
-    name = Path(file.path).as_posix().encode("utf-8", "surrogateescape")
+    name = diff_name(file.path).encode("utf-8", "surrogateescape")
     old = _LINE_BYTES.findall(file.old)
     new = _LINE_BYTES.findall(file.new)
     lines = []
