@@ -10,6 +10,7 @@ import json
 import re
 import subprocess
 import sys
+import venv
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -100,3 +101,16 @@ def check_reported(case_dir: Path, expected: list[Expected], reported: list[tupl
         text = (case_dir / e.path).read_text(encoding="utf-8").splitlines()[e.line - 1]
         if symbol:
             assert text[col - 1:].startswith(symbol.rpartition(".")[2]), (e, col, text)
+
+
+def python_with_package(root: Path, files: dict[str, str]) -> Path:
+    """A virtual environment (no pip) under ``root`` whose site-packages hold ``files`` (relative
+    path -> text): a package fwdlint's own environment does not have. Returns its interpreter."""
+    venv.create(root / "venv", with_pip=False)
+    python = root / "venv" / "bin" / "python"
+    site = Path(subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                               capture_output=True, text=True, check=True).stdout.strip())
+    for name, text in files.items():
+        (site / name).parent.mkdir(parents=True, exist_ok=True)
+        (site / name).write_text(text)
+    return python

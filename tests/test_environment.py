@@ -6,10 +6,10 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-import venv
 from pathlib import Path
 
 import pytest
+from fixture_cases import python_with_package
 
 from lint_rules import environment
 
@@ -43,15 +43,8 @@ class Model(Base):
 @pytest.fixture(scope="module")
 def other_python(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A virtual environment (no pip) with a package fwdlint's own environment does not have."""
-    root = tmp_path_factory.mktemp("env")
-    venv.create(root / "venv", with_pip=False)
-    python = root / "venv" / "bin" / "python"
-    site = Path(subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
-                               capture_output=True, text=True, check=True).stdout.strip())
-    (site / "extpkg").mkdir(parents=True)
-    (site / "extpkg" / "__init__.py").write_text("")
-    (site / "extpkg" / "base.py").write_text(INSTALLED_BASE)
-    return python
+    return python_with_package(tmp_path_factory.mktemp("env"), {"extpkg/__init__.py": "",
+                                                                 "extpkg/base.py": INSTALLED_BASE})
 
 
 def _cli(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:

@@ -14,11 +14,10 @@ import json
 import os
 import subprocess
 import sys
-import venv
 from pathlib import Path
 
 import pytest
-from fixture_cases import cli_json, flake8_rows, rule_fixture_dirs, run_cli, run_flake8
+from fixture_cases import cli_json, flake8_rows, python_with_package, rule_fixture_dirs, run_cli, run_flake8
 
 from lint_rules import __version__, report
 from lint_rules.diagnostics import Diagnostic, FileError
@@ -246,17 +245,10 @@ def test_exit_zero(project: Path) -> None:
 @pytest.fixture(scope="module")
 def other_python(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """An environment with an installed base class, so fwdlint prints its 'read N installed files' note."""
-    root = tmp_path_factory.mktemp("env")
-    venv.create(root / "venv", with_pip=False)
-    python = root / "venv" / "bin" / "python"
-    site = Path(subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
-                               capture_output=True, text=True, check=True).stdout.strip())
-    (site / "extpkg").mkdir(parents=True)
-    (site / "extpkg" / "__init__.py").write_text("")
-    (site / "extpkg" / "base.py").write_text("import torch.nn as nn\n\n\nclass Base(nn.Module):\n"
-                                             "    def __init__(self):\n        super().__init__()\n"
-                                             "        self.enc = nn.Linear(2, 2)\n")
-    return python
+    return python_with_package(tmp_path_factory.mktemp("env"), {
+        "extpkg/__init__.py": "",
+        "extpkg/base.py": "import torch.nn as nn\n\n\nclass Base(nn.Module):\n    def __init__(self):\n"
+                          "        super().__init__()\n        self.enc = nn.Linear(2, 2)\n"})
 
 
 def test_quiet_prints_findings_and_errors_only(project: Path, other_python: Path) -> None:
