@@ -58,12 +58,12 @@ class Plugin:
         parser.add_option("--fwd-mark-decorators", default="", parse_from_config=True, comma_separated_list=True,
                           help=f"FWD: your own decorators that apply runtime_shim's @{contract.DECORATOR_NAME} "
                                f"(in addition to runtime_shim's own marks)")
-        parser.add_option("--fwd-project-root", default="", parse_from_config=True,
+        parser.add_option("--fwd-project-root", default="", parse_from_config=True, normalize_paths=True,
                           help="FWD: the project whose files make up the view (default: nearest "
                                "pyproject.toml, setup.cfg, setup.py or .git)")
-        parser.add_option("--fwd-cache-dir", default="", parse_from_config=True,
+        parser.add_option("--fwd-cache-dir", default="", parse_from_config=True, normalize_paths=True,
                           help="FWD: where the facts cache lives (default: .fwdlint_cache under the project root)")
-        parser.add_option("--fwd-python-executable", default="", parse_from_config=True,
+        parser.add_option("--fwd-python-executable", default="", parse_from_config=True, normalize_paths=True,
                           help="FWD: the interpreter whose installed packages hold the checked code's bases "
                                "(read, never imported; default: the active virtual environment, else flake8's)")
         parser.add_option("--fwd-no-cache", action="store_true", default=False, parse_from_config=True,

@@ -4,6 +4,7 @@ packages (read, never imported); a bad interpreter is a one-line usage error."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -86,3 +87,19 @@ def test_bad_interpreter_is_one_line_usage_error(tmp_path: Path, bad: str) -> No
     proc = _cli(tmp_path, "--python", bad, "user.py")
     assert proc.returncode == 2
     assert proc.stderr.startswith(f"fwdlint: error: --python {bad}: ") and proc.stderr.count("\n") == 1
+
+
+def test_a_configured_interpreter_is_relative_to_the_config_file(tmp_path: Path, other_python: Path) -> None:
+    # `fwd-python-executable = ../env/venv/bin/python` in setup.cfg means the same from any
+    # subdirectory, for the CLI and for flake8 (which resolves option paths against the config file)
+    project = tmp_path / "project"
+    (project / "sub").mkdir(parents=True)
+    relative = os.path.relpath(other_python, project)
+    (project / "setup.cfg").write_text(f"[flake8]\nfwd-python-executable = {relative}\n")
+    (project / "sub" / "user.py").write_text(USER)
+    proc = _cli(project / "sub", "user.py")
+    assert proc.returncode == 1 and "user.py:5:9: FWD001 Model.run" in proc.stdout, proc.stderr
+    flake8 = subprocess.run([sys.executable, "-m", "flake8", "--select", "FWD", "user.py"], cwd=project / "sub",
+                            capture_output=True, text=True, stdin=subprocess.DEVNULL,
+                            env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(REPO)})
+    assert flake8.returncode == 1 and "user.py:5:9: FWD001 Model.run" in flake8.stdout, flake8.stderr
