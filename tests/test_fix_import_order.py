@@ -152,6 +152,12 @@ CALL_CASES: dict[str, tuple[str, tuple[str, ...]]] = {
                                       "from mypkg.model import Old", "", "", "def main():", "    model = Old()",
                                       "    fully_shard(model)", "    return model.decode(1)"), ALL),
     "patch_in_call_style": (code("from types import MethodType", "", "import torch") + PATCH, ALL),
+    # two set-up kinds in one script: two new import lines, the second placed in the edited module
+    "train_ddp_and_fsdp2": (code("from torch.distributed._composable.fsdp import fully_shard",
+                                 "from torch.nn.parallel import DistributedDataParallel as DDP", "",
+                                 "from mypkg.model import GPT, Net", "", "", "def main():", "    ddp = DDP(Net())",
+                                 "    ddp.sample(1)", "    model = GPT()", "    fully_shard(model)",
+                                 "    return model.generate(1)"), ALL),
 }
 
 
@@ -232,6 +238,9 @@ def test_call_style_fixes_keep_files_isort_and_ruff_clean(tmp_path: Path) -> Non
     assert ("from torch.distributed._composable.fsdp import fully_shard\n"
             "from torch.distributed.fsdp import register_fsdp_forward_method\n" in after["train_fsdp2_private_path"])
     assert "import torch\nfrom runtime_shim import patch_forward\n" in after["patch_in_call_style"]
+    assert after["train_ddp_and_fsdp2"].startswith(
+        "from runtime_shim import mark_forward_method\nfrom torch.distributed._composable.fsdp import fully_shard\n"
+        "from torch.distributed.fsdp import register_fsdp_forward_method\nfrom torch.nn.parallel import")
 
 
 #: files with no third-party section: the new import starts one, set apart by a blank line

@@ -149,9 +149,13 @@ def register_after_sites(path: str, plan: Sequence[tuple[WrapSite, Sequence[str]
     for site, _ in plan:
         if site.kind in _REGISTER_IMPORTS:
             needed.setdefault(_REGISTER_IMPORTS[site.kind], set()).add(site.kind)
+    original = module
     for (source, name), kinds in sorted(needed.items()):
-        tops = [statements[site.line][2] for site, _ in plan if site.kind in kinds and site.line in statements]
-        edit = ensure_import(module, source, name, min(tops, default=len(module.body)), text)
+        # statement indices and text are the original's; an import added before shifts them
+        shift = len(module.body) - len(original.body)
+        tops = [statements[site.line][2] + shift for site, _ in plan if site.kind in kinds and site.line in statements]
+        edit = ensure_import(module, source, name, min(tops, default=len(module.body)),
+                             text if module is original else module.code)
         if edit.inserted is not None or edit.extended is not None:
             edits += 1
         if edits > 1 and (edit.extended is not None or extended is not None):
