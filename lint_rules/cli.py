@@ -6,10 +6,12 @@ replaces the file's key.
 
 Exit status: 0 clean, 1 findings, 2 usage error or a file that could not be read or parsed
 (every other file is still checked and reported), or a configuration that cannot be used
-(unknown key, bad value, unparsable file: one line naming the file and the key).
+(unknown key, bad value, unparsable file: one line naming the file and the key). ``--exit-zero``:
+0 whatever was found or could not be checked; usage and configuration errors stay 2.
 
-``--fix`` / ``--diff`` (``lint_rules/fix/run.py``): the diff goes to stdout, ``not fixed`` lines and the
-summary to stderr. ``--fix``: 0 nothing remains, 1 findings remain, 2 errors; ``--diff``: 1 if
+Reports: ``report.py`` (text, json, github) and ``sarif.py``. ``--fix`` / ``--diff``
+(``lint_rules/fix/run.py``): the diff goes to stdout, ``not fixed`` lines and the summary to stderr
+(``--format json``: one JSON fix report on stdout). ``--fix``: 0 nothing remains, 1 findings remain, 2 errors; ``--diff``: 1 if
 anything would change or remains, 2 on errors.
 """
 
