@@ -20,11 +20,11 @@ import json
 import os
 import re
 import sys
-import tempfile
 from typing import TYPE_CHECKING, Any, Iterable, Optional, Sequence, Union
 
 from lint_rules.diagnostics import Diagnostic, FileError
 from lint_rules.engine import Result
+from lint_rules.fix.atomic import atomic_write
 from lint_rules.rule_docs import name_of
 from lint_rules.source import decode
 
@@ -175,19 +175,8 @@ def write(report: Union[str, bytes], output_file: Optional[str]) -> Optional[str
             sys.stdout.write(report)
         return None
     data = report if isinstance(report, bytes) else report.encode("utf-8", "backslashreplace")
-    target = os.path.realpath(output_file)  # a symlink keeps pointing at the report
-    tmp = None
     try:
-        fd, tmp = tempfile.mkstemp(dir=os.path.dirname(target), prefix=f".{os.path.basename(target)}.",
-                                   suffix=".fwdlint-tmp")
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(tmp, 0o666 & ~umask)  # mkstemp's 0600 is for secrets; a report is an ordinary file
-        os.replace(tmp, target)
+        atomic_write(output_file, data)
     except OSError as error:
-        if tmp is not None and os.path.exists(tmp):
-            os.unlink(tmp)
         return f"fwdlint: error: --output-file {shown(output_file)}: cannot write: {error.strerror or error}"
     return None

@@ -28,7 +28,7 @@ class ChangedOnDisk(Exception):
 
 
 def atomic_write(path: str, data: bytes, expected_old: bytes | None = None) -> None:
-    """Replace ``path``'s content by ``data`` atomically, keeping its permission bits.
+    """Replace ``path``'s content by ``data`` atomically, keeping its permission bits (or create it).
 
     With ``expected_old``, refuse (``ChangedOnDisk``) if the file changed since it was read:
     a fix computed from stale bytes would overwrite someone's edit. A symlink is followed, so
@@ -37,8 +37,13 @@ def atomic_write(path: str, data: bytes, expected_old: bytes | None = None) -> N
     target = Path(os.path.realpath(path))
     if expected_old is not None and target.read_bytes() != expected_old:
         raise ChangedOnDisk(f"{path} changed while it was being fixed")
-    info = target.stat()
-    if info.st_nlink > 1:
+    try:
+        info: os.stat_result | None = target.stat()
+    except FileNotFoundError:
+        if expected_old is not None:
+            raise
+        info = None  # a new file (a report): the umask's mode, the writer's owner
+    if info is not None and info.st_nlink > 1:
         raise OSError(f"{path} has {info.st_nlink} hard links: replacing it would detach it from the others "
                       "(fix a copy, or break the link first)")
     fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".fwdlint-tmp")
@@ -47,8 +52,13 @@ def atomic_write(path: str, data: bytes, expected_old: bytes | None = None) -> N
             fh.write(data)
             fh.flush()
             os.fsync(fh.fileno())
-        os.chmod(tmp, stat.S_IMODE(info.st_mode))
-        _keep_owner(tmp, info, path)
+        if info is not None:
+            os.chmod(tmp, stat.S_IMODE(info.st_mode))
+            _keep_owner(tmp, info, path)
+        else:  # mkstemp's 0600 is for secrets; a new file gets what open() would give it
+            umask = os.umask(0)
+            os.umask(umask)
+            os.chmod(tmp, 0o666 & ~umask)
         os.replace(tmp, target)
     except BaseException:
         try:
