@@ -208,7 +208,7 @@ def _extract(task: tuple[str, bytes, str, bool, bool]) -> Outcome:
     """Facts of one file's bytes, or the one-line reason why not (runs in worker processes)."""
     import libcst as cst  # here, not at the top: a warm run never needs LibCST
 
-    from lint_rules.facts.extract import extract, wanted
+    from lint_rules.facts.extract import extract
 
     path, data, module, is_package, locate = task
     source: Optional[str] = None
@@ -216,7 +216,7 @@ def _extract(task: tuple[str, bytes, str, bool, bool]) -> Outcome:
         source = decode(data)
         if "\0" in source:  # LibCST reads NUL bytes inside strings; Python refuses the whole file
             return FileError(path, one_line(python_syntax_error(source, path) or SyntaxError("NUL byte"), source, path))
-        if locate and not wanted(source):
+        if locate:  # a file given is valid Python or an error, even where LibCST is laxer (bad escapes)
             error = python_syntax_error(source, path)
             if error is not None:
                 return FileError(path, one_line(error))

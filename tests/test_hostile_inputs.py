@@ -51,6 +51,9 @@ CASES: dict[str, Case] = {
     "latin1_without_cookie": (lambda d: _write(d / "latin.py", "s = 'café'\n".encode("latin-1")), "latin.py"),
     "latin1_with_cookie": (lambda d: _write(d / "latin.py", "# -*- coding: latin-1 -*-\ns = 'café'\n"
                                                             .encode("latin-1")), None),
+    # LibCST accepts a truncated \\u escape in a string; Python refuses the file (checked for every file given)
+    "bad_escape_libcst_accepts": (lambda d: _write(d / "esc.py", b'"""Mod\\ule."""\nimport torch.nn as nn\n\n\n'
+                                                               b'class E(nn.Module):\n    pass\n'), "esc.py"),
     "utf16_with_bom": (lambda d: _write(d / "u16.py", "x = 1\n".encode("utf-16")), "u16.py"),
     "crlf": (lambda d: _write(d / "crlf.py", GOOD.replace("M(", "C(").replace("\n", "\r\n").encode()), None),
     "lone_cr": (lambda d: _write(d / "cr.py", b"x = 1\ry = 2\r"), None),

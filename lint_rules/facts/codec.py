@@ -16,7 +16,7 @@ from lint_rules.facts.model import (
     WrapSite, WrappedCall,
 )
 
-FORMAT = 6
+FORMAT = 7
 
 
 def _method(m: MethodFacts) -> list[Any]:
