@@ -16,6 +16,26 @@ Usage (from the repository root)::
 
 Measured on this 2-core machine: about 0.3-0.6 s per program for every in-process property (both
 fix styles), 2-4 s per import check (a subprocess importing torch), ~0.5 s per CLI check.
+
+The 10,000-program run (``-n 10000 -j 1 --minimise``, default seed, at commit dc0db97; 5,318 s):
+8,613 generated, 522 hypothesmith, 339 hybrid, 526 broken programs, 9,180 with module classes;
+49,603 findings (FWD001 20,684, FWD301 18,095, FWD003 6,554, FWD201 2,286, FWD002 1,166, FWD101 818);
+fixes applied in 7,459 programs (decorator style: 18,749 FWD001, 7,888 FWD301, 1,166 FWD002); 75
+import checks, 38 CLI checks. 24 (program, property) failures, in three classes, all fixed since:
+
+* 6 (3 programs x 2 styles) ``fix-error``: a fix refused because parsing the file without its
+  trailing whitespace (then always done) printed comment lines with mixed line ends differently
+  (8c30ff7);
+* 1 ``invalid-accepted``: a truncated ``\\u`` escape that LibCST accepts and Python refuses was
+  analysed as valid (6aee114: every file given goes through CPython's parser);
+* 17 ``cli-fix-differs``: the harness ran ``python -m lint_rules.cli`` from the interpreter's
+  installed copy, which was being edited during the run (1517828: it now runs the lint_rules the
+  harness imported).
+
+Every saved example of these passes every property at 6aee114. 68 programs had a fix refused
+because LibCST's own round trip of the file changes it (the file left untouched: safe, not fixed).
+A further run at 909498f (``-n 1500 --seed 424242 --cli-every 10 --import-every 20``): 0 failures in
+1,500 programs (1,388 with module classes, 117 CLI checks, 59 import checks).
 """
 
 from __future__ import annotations
