@@ -208,7 +208,7 @@ def _extract(task: tuple[str, bytes, str, bool, bool]) -> Outcome:
     """Facts of one file's bytes, or the one-line reason why not (runs in worker processes)."""
     import libcst as cst  # here, not at the top: a warm run never needs LibCST
 
-    from lint_rules.facts.extract import extract
+    from lint_rules.facts.extract import extract, wanted
 
     path, data, module, is_package, locate = task
     source: Optional[str] = None
@@ -216,14 +216,22 @@ def _extract(task: tuple[str, bytes, str, bool, bool]) -> Outcome:
         source = decode(data)
         if "\0" in source:  # LibCST reads NUL bytes inside strings; Python refuses the whole file
             return FileError(path, one_line(python_syntax_error(source, path) or SyntaxError("NUL byte"), source, path))
-        if locate:  # a file given is valid Python or an error, even where LibCST is laxer (bad escapes)
+        if locate:  # a file given: CPython's verdict, where it does not depend on the Python version
             error = python_syntax_error(source, path)
-            if error is not None:
+            if error is not None and (not wanted(source) or _bad_literal(error)):
                 return FileError(path, one_line(error))
         return extract(source, path, module, is_package, locate=locate)
     except (UnicodeDecodeError, SyntaxError, LookupError, cst.ParserSyntaxError, RecursionError,
             ValueError) as error:
         return FileError(path, one_line(error, source, path))
+
+
+def _bad_literal(error: SyntaxError) -> bool:
+    """A string or bytes literal no Python accepts (a truncated ``\\u`` escape, non-ASCII bytes),
+    which LibCST parses without a word. Other errors of CPython's parser are left to LibCST, which
+    reads newer syntax (``type X = ...`` under Python 3.11) that the running interpreter refuses."""
+    message = error.msg or ""
+    return message.startswith(("(unicode error)", "(value error)")) or "bytes can only contain ASCII" in message
 
 
 def default_cache_dir(root: Path) -> Path:
