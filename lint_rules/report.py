@@ -20,6 +20,7 @@ import json
 import os
 import re
 import sys
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable, Optional, Sequence, Union
 
 from lint_rules.diagnostics import Diagnostic, FileError
@@ -43,6 +44,16 @@ def shown(path: str) -> str:
         return path
     return "".join(c if c.isprintable() else c.encode("unicode_escape", "backslashreplace").decode("ascii")
                    for c in path)
+
+
+def below(path: str, cwd: Optional[str] = None) -> Optional[str]:
+    """``path`` relative to ``cwd`` (default: the working directory) with ``/``, if it lies below it;
+    else None. (GitHub annotations and SARIF URIs want such paths; ``fix.run.diff_name`` too.)"""
+    base = cwd or os.getcwd()
+    relative = os.path.relpath(os.path.abspath(os.path.join(base, path)), base)
+    if relative == os.pardir or relative.startswith(os.pardir + os.sep):
+        return None
+    return Path(relative).as_posix()
 
 
 def finding_text(diagnostic: Diagnostic) -> str:
@@ -114,18 +125,11 @@ def _command(properties: Sequence[tuple[str, object]], message: str) -> str:
     return f"::error {props}::{_escape_data(message)}\n"
 
 
-def _relative(path: str) -> str:
-    """The path relative to the working directory when it is below it (what Actions resolves)."""
-    absolute = os.path.abspath(path)
-    relative = os.path.relpath(absolute)
-    return path if relative.startswith(os.pardir) else relative.replace(os.sep, "/")
-
-
 def github(result: Result) -> str:
     """One ``::error`` workflow command per finding, and one (file only) per file that could not be checked."""
-    lines = [_command((("file", _relative(d.path)), ("line", d.line), ("col", d.col + 1), ("title", d.code)),
+    lines = [_command((("file", below(d.path) or d.path), ("line", d.line), ("col", d.col + 1), ("title", d.code)),
                       finding_text(d)) for d in result.diagnostics]
-    lines += [_command((("file", _relative(e.path)), ("title", "fwdlint")), e.message) for e in result.errors]
+    lines += [_command((("file", below(e.path) or e.path), ("title", "fwdlint")), e.message) for e in result.errors]
     return "".join(lines)
 
 

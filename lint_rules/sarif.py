@@ -28,7 +28,7 @@ from urllib.parse import quote
 from lint_rules import __version__, rule_docs, rules
 from lint_rules.diagnostics import Diagnostic, FileError
 from lint_rules.engine import Result
-from lint_rules.report import finding_text
+from lint_rules.report import below, finding_text
 
 SCHEMA = "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json"
 SRCROOT = "%SRCROOT%"
@@ -37,12 +37,10 @@ SRCROOT = "%SRCROOT%"
 def artifact_location(path: str, cwd: Path) -> dict[str, Any]:
     """A relative URI against ``%SRCROOT%`` for a path under ``cwd``, else an absolute ``file:`` URI.
     Bytes a file name cannot encode (surrogate escapes) are percent-encoded as the raw bytes."""
-    absolute = Path(os.path.abspath(os.path.join(cwd, path)))
-    try:
-        relative = absolute.relative_to(cwd)
-    except ValueError:
-        return {"uri": absolute.as_uri()}
-    return {"uri": quote(os.fsencode(relative.as_posix()), safe="/"), "uriBaseId": SRCROOT}
+    relative = below(path, str(cwd))
+    if relative is None:
+        return {"uri": Path(os.path.abspath(os.path.join(cwd, path))).as_uri()}
+    return {"uri": quote(os.fsencode(relative), safe="/"), "uriBaseId": SRCROOT}
 
 
 def _rule(rule: Any) -> dict[str, Any]:

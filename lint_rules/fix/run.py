@@ -19,7 +19,7 @@ from lint_rules.diagnostics import Diagnostic, FileError
 from lint_rules.engine import Run, analyse
 from lint_rules.fix.atomic import ChangedOnDisk, atomic_write
 from lint_rules.fix.result import FileFix, FixContext, Unfixed
-from lint_rules.report import shown
+from lint_rules.report import below, shown
 from lint_rules.rules import RULES
 
 _LINE_BYTES = re.compile(rb"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+$")  # Python's line ends only (not \f, \u2028)
@@ -139,11 +139,11 @@ def diff_name(path: str) -> str:
     # (the shell's $PWD may name the working directory through a symlink, getcwd() never does)
     for base, target in ((cwd, lexical), (os.path.realpath(cwd), os.path.realpath(lexical))):
         try:
-            relative = os.path.relpath(target, base)
+            relative = below(target, base)
         except ValueError:  # another drive (Windows)
             return Path(lexical).as_posix()
-        if relative != os.pardir and not relative.startswith(os.pardir + os.sep):
-            return Path(relative).as_posix()
+        if relative is not None:
+            return relative
     return Path(os.path.relpath(lexical, cwd)).as_posix()
 
 
