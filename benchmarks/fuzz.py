@@ -11,8 +11,8 @@ the same property still fails (``min/`` beside it).
 
 Usage (from the repository root)::
 
-    .venv/bin/python benchmarks/fuzz.py -n 10000 -j 2 --save /tmp/fuzz_failures --minimise
-    .venv/bin/python benchmarks/fuzz.py --minimise-dir /tmp/fuzz_failures/<example>  # one saved example
+    .venv/bin/python benchmarks/fuzz.py -n 10000 -j 2 --save <dir> --minimise
+    .venv/bin/python benchmarks/fuzz.py --minimise-dir <dir>/<example>  # one saved example
 
 Measured on this 2-core machine: about 0.3-0.6 s per program for every in-process property (both
 fix styles), 2-4 s per import check (a subprocess importing torch), ~0.5 s per CLI check.

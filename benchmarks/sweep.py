@@ -39,9 +39,9 @@ What counts as what:
 
 Environment (a throwaway one, never the repository's)::
 
-    python3 -m venv /tmp/sweep
-    /tmp/sweep/bin/pip install torch==2.13.0          # always pinned: unpinned pulls CUDA builds
-    /tmp/sweep/bin/pip install --no-deps transformers==5.23.0 diffusers==0.42.1 lightning==2.6.6
+    python3 -m venv <env>                             # any directory outside the repository
+    <env>/bin/pip install torch==2.13.0               # always pinned: unpinned pulls CUDA builds
+    <env>/bin/pip install --no-deps transformers==5.23.0 diffusers==0.42.1 lightning==2.6.6
 
 fwdlint never imports the swept code, so no further dependency is needed. fwdlint itself and
 flake8 run from the interpreter given by ``--fwdlint-python`` (default: the one running this
@@ -50,7 +50,7 @@ directory, so no ``setup.cfg``/``.flake8`` of the caller changes the result.
 
 Usage (from the repository root)::
 
-    .venv/bin/python benchmarks/sweep.py --python /tmp/sweep/bin/python \\
+    .venv/bin/python benchmarks/sweep.py --python <env>/bin/python \\
         [--targets torch,transformers,lightning,diffusers,stdlib] [--jobs 2] [--slowest 10] \\
         [--flake8-target lightning | --flake8-target ''] [--keep DIR]
 
@@ -251,6 +251,18 @@ def run(cmd: list[str], cwd: str, **kwargs: Any) -> subprocess.CompletedProcess:
     return subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, **kwargs)
 
 
+def run_measured(outcome: "Outcome", cmd: list[str], out: Path, err: Path, cwd: str) -> str:
+    """Run ``cmd`` under ``measure``, record exit status, time, memory, load and the crashes on
+    stderr in ``outcome``; its stderr."""
+    measured = measure(sys.executable, cmd, out, err, cwd)
+    outcome.load = os.getloadavg()[0] if hasattr(os, "getloadavg") else -1.0
+    outcome.rc, outcome.wall = measured["rc"], measured["wall"]
+    outcome.maxrss_kib, outcome.tree_kib = measured["maxrss"], measured["tree"]
+    stderr = err.read_text(errors="replace")
+    outcome.crashes.extend(stderr_crashes(stderr))
+    return stderr
+
+
 def measure(python: str, cmd: list[str], out: Path, err: Path, cwd: str) -> dict[str, Any]:
     proc = run([python, "-c", MEASURE, str(out), str(err), *cmd], cwd)
     if proc.returncode != 0:
@@ -333,12 +345,7 @@ def sweep_target(name: str, directory: str, args: argparse.Namespace, work: Path
     cmd = [args.fwdlint_python, "-m", "lint_rules.cli", directory, "--format", "json", "--no-cache",
            "-j", str(args.jobs), "--python", args.python, *(["--project-root", directory] if args.own_root else [])]
     print(f"sweep: {name}: {outcome.linted} files, {' '.join(cmd[1:])}", file=sys.stderr, flush=True)
-    measured = measure(sys.executable, cmd, out, err, cwd)
-    outcome.load = os.getloadavg()[0] if hasattr(os, "getloadavg") else -1.0
-    outcome.rc, outcome.wall = measured["rc"], measured["wall"]
-    outcome.maxrss_kib, outcome.tree_kib = measured["maxrss"], measured["tree"]
-    stderr = err.read_text(errors="replace")
-    outcome.crashes.extend(stderr_crashes(stderr))
+    stderr = run_measured(outcome, cmd, out, err, cwd)
     try:
         payload = json.loads(out.read_text(errors="replace"))
         diagnostics, errors, stats = payload["diagnostics"], payload["errors"], payload["stats"]
@@ -378,12 +385,7 @@ def sweep_flake8(name: str, directory: str, args: argparse.Namespace, work: Path
     cmd = [args.fwdlint_python, "-m", "flake8", "--select", "FWD", "--fwd-no-cache",
            "--fwd-python-executable", args.python, "-j", str(args.jobs), directory]
     print(f"sweep: {outcome.name}: {' '.join(cmd[1:])}", file=sys.stderr, flush=True)
-    measured = measure(sys.executable, cmd, out, err, cwd)
-    outcome.load = os.getloadavg()[0] if hasattr(os, "getloadavg") else -1.0
-    outcome.rc, outcome.wall = measured["rc"], measured["wall"]
-    outcome.maxrss_kib, outcome.tree_kib = measured["maxrss"], measured["tree"]
-    stderr = err.read_text(errors="replace")
-    outcome.crashes.extend(stderr_crashes(stderr))
+    stderr = run_measured(outcome, cmd, out, err, cwd)
     if "critical error" in stderr.lower() or "PluginExecutionFailed" in stderr:
         outcome.crashes.append("flake8: " + " | ".join(stderr.strip().splitlines()[-2:]))
     lines = out.read_text(errors="replace").splitlines()
