@@ -18,7 +18,7 @@ from lint_rules.facts.walk import dotted_name, string_value
 
 _NON_NAMES = ("None", "Optional", "Union")
 # Python's descriptors that change what a decorated ``def`` is (not an instance method).
-_DESCRIPTORS = frozenset({"staticmethod", "classmethod", "property", "cached_property"})
+DESCRIPTORS = frozenset({"staticmethod", "classmethod", "property", "cached_property"})
 
 
 class Names:
@@ -101,7 +101,7 @@ class Names:
             return
         dotted = dotted_name(small.value)
         resolved = self.resolve(dotted) if dotted else ""
-        if resolved.rpartition(".")[2] in _DESCRIPTORS:
+        if resolved.rpartition(".")[2] in DESCRIPTORS:
             self.imports.setdefault(small.targets[0].target.value, resolved)
 
     def decorators(self, node: cst.FunctionDef | cst.ClassDef) -> tuple[str, ...]:

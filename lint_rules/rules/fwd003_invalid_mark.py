@@ -33,6 +33,7 @@ from typing import Iterator, Optional
 from lint_rules import contract
 from lint_rules.diagnostics import Diagnostic
 from lint_rules.facts.model import ClassFacts, FileFacts, Mark, MethodFacts
+from lint_rules.facts.names import DESCRIPTORS
 from lint_rules.project import ClassRef, ProjectIndex
 from lint_rules.rules.base import Invalid, Valid
 
@@ -40,8 +41,6 @@ CODE = "FWD003"
 NAME = "invalid-mark"
 NEEDS = ("classes", "entry_uses", "model_flow")
 FIXERS: dict = {}
-
-_DESCRIPTORS = ("staticmethod", "classmethod", "property", "cached_property")
 
 VALID = (
     Valid("""
@@ -108,11 +107,11 @@ def _decorator_problem(view: ProjectIndex, facts: FileFacts, cls: ClassFacts, me
     lasts = [d.rpartition(".")[2] for d in method.decorators]
     if method.name == "forward":
         return f"{mark} on forward fails when the class is defined: ValueError: {contract.DECORATOR_ON_FORWARD}"
-    if index + 1 < len(lasts) and lasts[index + 1] in _DESCRIPTORS:
+    if index + 1 < len(lasts) and lasts[index + 1] in DESCRIPTORS:
         kind = lasts[index + 1]
         error = contract.DECORATOR_NOT_FUNCTION if kind == "cached_property" else contract.DECORATOR_ON_DESCRIPTOR
         return f"{mark} on a {kind} fails when the class is defined: TypeError: {error.format(kind=kind)}"
-    above = next((last for last in lasts[:index] if last in _DESCRIPTORS), None)
+    above = next((last for last in lasts[:index] if last in DESCRIPTORS), None)
     if above is not None:
         return (f"{mark} under @{above} does nothing: the {above} hides the mark and a {above} "
                 f"is never routed")
