@@ -6,10 +6,11 @@ from __future__ import annotations
 
 import re
 
+from lint_rules.source import split_lines
+
 # flake8's own pattern (flake8/defaults.py), so `# noqa` means exactly what it means there.
 NOQA_INLINE = re.compile(r"# noqa(?::[\s]?(?P<codes>([A-Z]+[0-9]+(?:[,\s]+)?)+))?", re.IGNORECASE)
 _SPLIT = re.compile(r"[,\s]")
-_PYTHON_LINES = re.compile(r"\r\n|\r|\n")
 
 
 def noqa_lines(source: str) -> tuple[tuple[int, str], ...]:
@@ -17,9 +18,7 @@ def noqa_lines(source: str) -> tuple[tuple[int, str], ...]:
     if "noqa" not in source.lower():
         return ()
     found = []
-    # Python's line ends only: str.splitlines also splits at \f, \v, \x1c-\x1e, \x85, U+2028/9,
-    # which would move every later # noqa to the wrong line.
-    for number, line in enumerate(_PYTHON_LINES.split(source), 1):
+    for number, line in enumerate(split_lines(source), 1):  # Python's line ends, not str.splitlines'
         match = NOQA_INLINE.search(line)
         if match:
             found.append((number, match.group("codes") or ""))

@@ -18,7 +18,6 @@ from __future__ import annotations
 import collections
 import json
 import os
-import re
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable, Optional, Sequence, Union
@@ -27,14 +26,13 @@ from lint_rules.diagnostics import Diagnostic, FileError
 from lint_rules.engine import Result
 from lint_rules.fix.atomic import atomic_write
 from lint_rules.rule_docs import name_of
-from lint_rules.source import decode
+from lint_rules.source import decode, split_lines
 
 if TYPE_CHECKING:
     from lint_rules.fix.run import FixRun
 
 JSON_VERSION = 1
 FORMATS = ("text", "json", "github", "sarif")
-_LINE_END = re.compile(r"\r\n|\r|\n")  # Python's line ends only (never \f or U+2028)
 
 
 def shown(path: str) -> str:
@@ -70,7 +68,7 @@ def _source_lines(path: str) -> Optional[list[str]]:
     """The file's lines as Python splits them, or None if it can no longer be read."""
     try:
         with open(path, "rb") as handle:
-            return _LINE_END.split(decode(handle.read()))
+            return split_lines(decode(handle.read()))
     except (OSError, UnicodeDecodeError, SyntaxError, LookupError):
         return None
 

@@ -10,6 +10,16 @@ import warnings
 from typing import Optional
 
 
+#: Python's line ends: ``\n``, ``\r\n`` and a lone ``\r``, never ``str.splitlines``' extra ones
+#: (\f, \v, \x1c-\x1e, \x85, U+2028/9), which would move every later line number.
+LINE_END = re.compile(r"\r\n|\r|\n")
+
+
+def split_lines(text: str) -> list[str]:
+    """``text`` split into lines as Python's tokenizer counts them (line ends dropped)."""
+    return LINE_END.split(text)
+
+
 def line_breaks(text: str, start: int = 0, end: int | None = None) -> int:
     r"""Python's line ends in ``text[start:end]``: ``\n``, ``\r\n`` and a lone ``\r`` (old Mac files
     import fine), never ``str.splitlines``' extra ones (\f, \v, U+2028 ...)."""

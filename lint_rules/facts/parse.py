@@ -12,12 +12,11 @@ not use this: they would write the altered text back (``fix.verify`` would refus
 from __future__ import annotations
 
 import ast
-import re
 from typing import Optional
 
 import libcst as cst
 
-_LINES = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+$")  # Python's line ends only
+from lint_rules.source import LINE_END
 
 
 def parse(source: str) -> cst.Module:
@@ -40,9 +39,7 @@ def _unparenthesised_targets(source: str) -> Optional[str]:
         tree = ast.parse(source)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return None
-    starts = [0]
-    for match in _LINES.finditer(source):
-        starts.append(match.end())
+    starts = [0, *(match.end() for match in LINE_END.finditer(source))]  # where each line begins
 
     def offset(line: int, col: int) -> int:  # ast columns count UTF-8 bytes
         text = source[starts[line - 1]:starts[line] if line < len(starts) else len(source)]

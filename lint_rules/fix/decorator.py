@@ -12,7 +12,6 @@ and collects the results in path order (the output does not depend on ``N``).
 from __future__ import annotations
 
 import functools
-import re
 from itertools import groupby
 from typing import Optional, Sequence
 
@@ -25,7 +24,7 @@ from lint_rules.fix.imports import ensure_import, expression
 from lint_rules.fix.locate import defs_by_line, parse_for_edit
 from lint_rules.fix.result import FileFix, FixContext, Unfixed, line_suppresses, map_tasks
 from lint_rules.fix.verify import Plan, checked, fix_file, planned
-from lint_rules.source import decode
+from lint_rules.source import decode, split_lines
 
 #: Decorators after which another decorator must not be added: the result would not be a
 #: plain method (and FWD001 never reports these; this is a guard, not a rule).
@@ -67,7 +66,7 @@ def fix_source(path: str, old: bytes, diagnostics: Sequence[Diagnostic]) -> File
     result = FileFix(path, old, old)
     module, tail = parse_for_edit(old)
     code = decode(old)
-    lines = re.split(r"\r\n|\r|\n", code)
+    lines = split_lines(code)
     by_line = defs_by_line(module, code)
     targets: dict[cst.FunctionDef, int] = {}
     ancestors: set[cst.CSTNode] = set()

@@ -73,7 +73,7 @@ import libcst as cst
 from lint_rules.facts.walk import dotted_name as dotted
 from lint_rules.fix.verify import planned
 from lint_rules.positions import node_positions
-from lint_rules.source import line_breaks
+from lint_rules.source import line_breaks, split_lines
 
 FUTURE, STDLIB, THIRD_PARTY, FIRST_PARTY, LOCAL = range(5)  # isort's and ruff's section order
 WRAP_AT = 88  # black's, isort's black profile's and ruff's line length
@@ -385,7 +385,7 @@ def _free_name(name: str, code: str) -> str:
 
 
 def _has_noqa(code: str, lines: tuple[int, int]) -> bool:
-    text = re.split(r"\r\n|\r|\n", code)[lines[0] - 1:lines[1]]
+    text = split_lines(code)[lines[0] - 1:lines[1]]
     return any("noqa" in line.lower() for line in text)
 
 

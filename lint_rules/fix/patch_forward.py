@@ -9,7 +9,6 @@ comments and line ending; ``patch_forward`` is imported from ``runtime_shim`` wi
 from __future__ import annotations
 
 import functools
-import re
 from itertools import groupby
 from typing import Sequence
 
@@ -21,7 +20,7 @@ from lint_rules.fix.imports import ensure_import, expression
 from lint_rules.fix.locate import parse_for_edit, simple_statements_by_line
 from lint_rules.fix.result import FileFix, FixContext, Unfixed, line_suppresses, map_tasks
 from lint_rules.fix.verify import Plan, checked, fix_file, planned
-from lint_rules.source import decode
+from lint_rules.source import decode, split_lines
 
 FUNCTION = "patch_forward"
 
@@ -56,7 +55,7 @@ def fix_source(path: str, old: bytes, diagnostics: Sequence[Diagnostic]) -> File
     result = FileFix(path, old, old)
     module, tail = parse_for_edit(old)
     code = decode(old)
-    lines = re.split(r"\r\n|\r|\n", code)  # Python's line ends only, as the facts count them
+    lines = split_lines(code)
     by_line = {line + len(getattr(entry[0], "leading_lines", ())): entry  # the statement's own line
                for line, entry in simple_statements_by_line(module).items()}
     chosen: dict[cst.SimpleStatementLine, tuple[cst.Assign, int, int]] = {}
