@@ -1,0 +1,127 @@
+"""Every public name of ``runtime_shim``, and ``runtime_shim.auto``, imports and works in a fresh
+interpreter in every order relative to torch, torch.distributed, lightning and lightning.fabric.
+
+isort puts ``runtime_shim`` before ``torch``; ``from runtime_shim import guard`` as the first line
+used to fail with a circular ImportError (the routing hook patched torch from inside the import
+of ``runtime_shim.api``). One subprocess per (name, order, other module): a pytest process where
+torch is already loaded would hide exactly this. Each case also checks that routing is in place
+afterwards (DDP's constructor patched, and Fabric's where Lightning is loaded) and uses the name.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+
+from _shim_dist import ROOT
+
+pytestmark = pytest.mark.timeout(180)
+
+# name -> a statement that uses it without a process group (torch is imported by then)
+USES = {
+    "forward_entry": "forward_entry(lambda self, x: x)",
+    "inference_entry": "inference_entry(lambda self, x: x)",
+    "mark_forward_method": "mark_forward_method(_Net(), 'generate')",
+    "guard": "assert callable(guard)",
+    "unguard": "unguard(_Net())",
+    "install": "install('warn')",
+    "uninstall": "import runtime_shim\nuninstall()\nruntime_shim.install('route')",
+    "UnmarkedEntryError": "assert issubclass(UnmarkedEntryError, RuntimeError)",
+    "UnmarkedEntryWarning": "assert issubclass(UnmarkedEntryWarning, Warning)",
+    "MetaDeviceError": "assert issubclass(MetaDeviceError, Exception)",
+    "UnusedParametersError": "assert issubclass(UnusedParametersError, RuntimeError)",
+    "check_no_meta": "check_no_meta(_Net())",
+    "empty_init": "exec('with empty_init():\\n    torch.nn.Linear(2, 2)')",
+    "patch_forward": "patch_forward(_Net(), lambda self, x: x)",
+    "unpatch_forward": "import runtime_shim\nunpatch_forward(runtime_shim.patch_forward(_Net(), lambda self, x: x))",
+}
+OTHERS = ("torch", "torch.distributed", "lightning.fabric", "lightning")
+
+NET = """
+import torch
+class _Net(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = torch.nn.Linear(2, 2)
+    def forward(self, x):
+        return self.lin(x)
+    def generate(self, x):
+        return self(x)
+"""
+
+CHECK = """
+from torch.nn.parallel import DistributedDataParallel
+assert getattr(DistributedDataParallel.__init__, "_fwd_shim_patch", False), "DDP not patched: no routing"
+if "lightning.fabric.wrappers" in sys.modules:
+    from lightning.fabric.wrappers import _FabricModule
+    assert getattr(_FabricModule.__init__, "_fwd_shim_patch", False), "_FabricModule not patched"
+print("ok")
+"""
+
+
+def _script(shim: str, other: str, shim_first: bool) -> str:
+    lines = [shim, f"import {other}"] if shim_first else [f"import {other}", shim]
+    return "import sys\n" + "\n".join(lines) + "\n"
+
+
+def _case(name: str, other: str, shim_first: bool) -> str:
+    if name in ("attribute", "auto"):
+        shim = "import runtime_shim" if name == "attribute" else "import runtime_shim.auto"
+        code = (_script(shim, other, shim_first) + NET
+                + "import runtime_shim\nassert callable(runtime_shim.guard) and callable(runtime_shim.install)\n")
+        if name == "auto":  # auto installs the error mode, before torch and after it alike
+            code += "from runtime_shim.installer import installed_mode\nassert installed_mode() == 'error'\n"
+        return code + CHECK
+    return _script(f"from runtime_shim import {name}", other, shim_first) + NET + USES[name] + "\n" + CHECK
+
+
+def _run(code: str) -> str:
+    """'' if the script printed ok, else what went wrong."""
+    env = {k: v for k, v in os.environ.items() if k not in ("FWD_SHIM_MODE", "PYTHONPATH")}
+    env["PYTHONPATH"] = ROOT
+    # -W error: a patch that failed after an import warns; here that counts as a failure
+    proc = subprocess.run([sys.executable, "-W", "error::RuntimeWarning", "-c", code], capture_output=True,
+                          text=True, timeout=150, env=env, cwd=ROOT)
+    if proc.returncode == 0 and proc.stdout.split()[-1:] == ["ok"]:
+        return ""
+    return f"--- script\n{code}\n--- exit {proc.returncode}, stderr\n{proc.stderr[-2000:]}"
+
+
+# Every name against torch; against the slower imports (Lightning takes 4-5 s), one name per
+# runtime_shim module it loads (the names of one module share its import, and the cycle was per module).
+ONE_PER_MODULE = ("forward_entry", "guard", "install", "check_no_meta", "empty_init", "patch_forward")
+
+
+@pytest.mark.parametrize("other", OTHERS)
+def test_every_name_in_every_order(other: str) -> None:
+    names = [*sorted(USES), "attribute", "auto"] if other == "torch" else [*ONE_PER_MODULE, "attribute", "auto"]
+    cases = [(name, first) for name in names for first in (True, False)]
+    # one fresh interpreter per case; two at a time (the machines have 2 cores)
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        results = list(pool.map(lambda case: _run(_case(case[0], other, case[1])), cases))
+    failed = [f"{name} ({'before' if first else 'after'} {other}):\n{out}"
+              for (name, first), out in zip(cases, results) if out]
+    assert not failed, f"{len(failed)} of {len(cases)} orders failed:\n" + "\n".join(failed)
+
+
+def test_forward_entry_without_torch(tmp_path) -> None:
+    """The lint install has no torch: the decorator still imports and marks."""
+    blocker = tmp_path / "torch.py"
+    blocker.write_text("raise ImportError('torch is not installed here')\n")
+    code = ("import runtime_shim\nfrom runtime_shim import forward_entry, UnmarkedEntryError\n"
+            "class M:\n    @forward_entry\n    def generate(self):\n        pass\n"
+            "import sys\nassert 'torch' not in sys.modules\nprint('ok')\n")
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    env["PYTHONPATH"] = os.pathsep.join([str(tmp_path), ROOT])
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, env=env)
+    assert proc.returncode == 0 and proc.stdout.split() == ["ok"], proc.stderr
+
+
+def test_every_public_name_is_covered() -> None:
+    import runtime_shim
+
+    assert set(USES) == set(runtime_shim.__all__)
