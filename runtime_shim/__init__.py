@@ -50,7 +50,7 @@ from __future__ import annotations
 from typing import Any
 
 from runtime_shim import routing
-from runtime_shim.errors import MetaDeviceError, UnmarkedEntryError, UnmarkedEntryWarning
+from runtime_shim.errors import MetaDeviceError, UnmarkedEntryError, UnmarkedEntryWarning, UnusedParametersError
 from runtime_shim.marks import forward_entry, inference_entry
 
 __all__ = [
@@ -64,6 +64,7 @@ __all__ = [
     "UnmarkedEntryError",
     "UnmarkedEntryWarning",
     "MetaDeviceError",
+    "UnusedParametersError",
     "check_no_meta",
     "empty_init",
     "patch_forward",

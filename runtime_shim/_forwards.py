@@ -121,8 +121,16 @@ def wrapper_forward(self: Any, *args: Any, **kwargs: Any) -> Any:
     record = self.__dict__.get(GUARD_KEY)
     if record is not None and record.meta_pending:
         record.check_meta()
-    with inside(record):
-        return type(self).forward(self, *args, **kwargs)
+    try:
+        with inside(record):
+            return type(self).forward(self, *args, **kwargs)
+    except RuntimeError as exc:
+        last = getattr(record, "last_routed", None)
+        if last is not None and hasattr(exc, "add_note") and "Expected to have finished reduction" in str(exc):
+            from runtime_shim.unused import reduction_note
+
+            exc.add_note(reduction_note(*last))
+        raise
 
 
 wrapper_forward.__name__ = "forward"

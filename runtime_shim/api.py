@@ -17,9 +17,9 @@ from lint_rules.contract import (
     generator_message,
 )
 from runtime_shim import fabric as _fabric
-from runtime_shim.marks import is_generator_function
+from runtime_shim.marks import is_coroutine_function, is_generator_function
 from runtime_shim.record import GuardRecord, records_in
-from runtime_shim.wrappers import describe_supported, identify, is_fabric_module
+from runtime_shim.wrappers import describe_supported, identify, is_fabric_module, root_of
 
 W = TypeVar("W", bound=nn.Module)
 
@@ -29,9 +29,18 @@ def guard(wrapper: W, mode: str = "error") -> W:
 
     Installs everything once (O(#modules)); afterwards each call costs O(1) extra. Guarding a
     wrapper again only changes the mode. Guards of wrappers nested inside it (FSDP1 units,
-    ``fully_shard`` on children) are absorbed.
+    ``fully_shard`` on children) are absorbed. The guard is yours: ``uninstall()`` leaves it.
     """
+    return guard_by(wrapper, mode, owner="user")
+
+
+def guard_by(wrapper: W, mode: str, owner: str) -> W:
+    """``guard`` on behalf of ``owner``: "user" (``guard``, a mark on a named wrapper) or "install"."""
     check_mode(mode)
+    if owner == "user":
+        from runtime_shim import installer  # installer imports this module
+
+        installer.disown(wrapper)
     if is_fabric_module(wrapper):
         return _guard_fabric(wrapper, mode)
     found = identify(wrapper)
@@ -122,8 +131,11 @@ def _target_module(obj: Any) -> nn.Module:
 def mark_forward_method(model_or_wrapper: Any, method: Union[MethodType, str]) -> None:
     """Mark ``method`` of a model you cannot edit as a forward entry point.
 
-    Works before or after wrapping/guarding. Validation mirrors Fabric's ``mark_forward_method``.
-    A bound method of a submodule marks it on that submodule.
+    Routes by itself, before or after wrapping, with or without ``install``/``guard``: given a
+    wrapper (DDP, FSDP1, an FSDP2 module, a ``_FabricModule``) it is guarded for routing now if it
+    is not guarded yet; given the model (``ddp.module``), its wrapper is found if it was created
+    after ``runtime_shim`` was imported. Validation mirrors Fabric's ``mark_forward_method``. A
+    bound method of a submodule marks it on that submodule.
     """
     if not isinstance(method, (MethodType, str)):
         raise TypeError(f"Expected a method or a string, but got: {type(method).__name__}")
@@ -143,15 +155,23 @@ def mark_forward_method(model_or_wrapper: Any, method: Union[MethodType, str]) -
     func = getattr(type(target), name, None)
     if not isinstance(bound, MethodType) or bound.__self__ is not target or not callable(func):
         raise AttributeError(MARK_VALIDATION_MISSING.format(name=name, cls=type(target).__name__))
-    if is_generator_function(func):
-        raise TypeError(generator_message(getattr(func, "__qualname__", name)))
+    if is_generator_function(func) or is_coroutine_function(func):
+        raise TypeError(generator_message(getattr(func, "__qualname__", name), is_coroutine_function(func)))
     marks = target.__dict__.setdefault(MARKS_KEY, set())
     marks.add(name)
+    if is_fabric_module(model_or_wrapper):
+        model_or_wrapper._forward_methods.add(name)  # Fabric honours it too, even if unguarded
     record = target.__dict__.get(GUARD_KEY)
     if isinstance(record, GuardRecord) and record.active:
         record.add_mark(target, name)
-    if is_fabric_module(model_or_wrapper):
-        model_or_wrapper._forward_methods.add(name)  # Fabric honours it too, even if unguarded
+        return
+    # Registered after wrapping, and the wrapper was made without a guard (no marks then): route
+    # through it from now on. Before wrapping, the wrapper's constructor guards by itself.
+    from runtime_shim import installer  # installer imports this module
+
+    wrapper = model_or_wrapper if root_of(model_or_wrapper) is not None else installer.wrapper_of(target)
+    if wrapper is not None:
+        installer.guard_for_mark(wrapper)
 
 
 def has_marks(model: Any) -> bool:

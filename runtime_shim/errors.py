@@ -14,5 +14,10 @@ class UnmarkedEntryWarning(UserWarning):
     """``mode="warn"`` counterpart of :class:`UnmarkedEntryError`, issued once per method."""
 
 
+class UnusedParametersError(RuntimeError):
+    """A method routed through DDP's forward returned an output that does not reach some parameters
+    DDP waits for in backward (``find_unused_parameters=False``); raised when backward starts."""
+
+
 class MetaDeviceError(RuntimeError):
     """A guarded model was run while parameters or buffers were still on the meta device."""

@@ -17,6 +17,11 @@ FSDP2 are not checked at construction (deferred init is legitimate there).
 
 Modes rank ``route`` < ``warn`` < ``error``: importing ``runtime_shim`` installs ``route`` (wrappers
 of models with marks are guarded for routing only) and never lowers a mode ``install`` was given.
+
+Every wrapper created while installed is remembered (weakly) by the model it wraps, guarded or
+not, so that a mark registered *after* wrapping (``mark_forward_method(ddp.module, "generate")``)
+finds its wrapper and routes from then on (``guard_for_mark``). ``install`` owns only the guards it
+made: a wrapper the user guards explicitly (``guard``) is the user's, and ``uninstall`` leaves it.
 """
 
 from __future__ import annotations
@@ -29,22 +34,26 @@ import weakref
 from typing import Any, Callable, Optional
 
 from lint_rules.contract import FSDP_REGISTER_CALL, GUARD_KEY, MARKS_KEY, check_mode
-from runtime_shim.api import guard, has_marks, unguard
+from runtime_shim import fabric
+from runtime_shim.api import guard_by, has_marks, unguard
 from runtime_shim.import_hooks import AfterImport
 from runtime_shim.meta import FABRIC_MOVING_STRATEGIES, check_before_ddp, check_before_fabric_move
-from runtime_shim.wrappers import FABRIC_MODULES, is_fabric_module
+from runtime_shim.wrappers import FABRIC_MODULES, is_fabric_module, root_of
 
 ROUTE = "route"
 _RANK = {ROUTE: 0, "warn": 1, "error": 2}
 
 _lock = threading.RLock()
 _patches: list[tuple[Any, str, Any]] = []  # (owner, attribute, original)
-_guarded: "weakref.WeakSet[Any]" = weakref.WeakSet()
+_guarded: "weakref.WeakSet[Any]" = weakref.WeakSet()  # wrappers whose guard install made (and owns)
+_wrapper_of: "weakref.WeakKeyDictionary[Any, weakref.ref[Any]]" = weakref.WeakKeyDictionary()  # model -> outermost
 _mode: Optional[str] = None
 _finder: Optional[AfterImport] = None
 
 _FULLY_SHARD_EXPORTS = ("torch.distributed.fsdp", "torch.distributed.fsdp._fully_shard",
                         "torch.distributed._composable.fsdp")
+_FULLY_SHARD_DEFINED = "torch.distributed.fsdp._fully_shard._fully_shard"
+_FULLY_SHARD_STEP = "_apply_to_module"  # (modules, ...) -> None: the modules' classes become FSDP ones
 
 
 def installed_mode() -> Optional[str]:
@@ -53,10 +62,46 @@ def installed_mode() -> Optional[str]:
 
 
 def _guard_new(obj: Any) -> None:
-    if _mode is None or (_mode == ROUTE and not has_marks(obj)):
+    if _mode is None:
         return
-    guard(obj, mode=_mode)
+    root = root_of(obj)
+    if root is None:  # something the wrapper accepts but we cannot route (a Mock in Fabric's tests)
+        return
+    _wrapper_of[root] = weakref.ref(obj)  # Fabric's _FabricModule is made after its DDP: outermost wins
+    if _mode == ROUTE and not has_marks(obj):
+        return
+    guard_by(obj, _mode, owner="install")
     _guarded.add(obj)
+
+
+def wrapper_of(module: Any) -> Optional[Any]:
+    """The outermost live wrapper created (while installed) around ``module`` or a model holding it
+    (FSDP units and ``fully_shard``-ed children have wrappers of their own inside the root's)."""
+    best, size = None, -1
+    for root, ref in list(_wrapper_of.items()):
+        wrapper = ref()
+        modules = list(root.modules()) if wrapper is not None else []
+        if any(m is module for m in modules) and len(modules) > size:
+            best, size = wrapper, len(modules)
+    return best
+
+
+def guard_for_mark(wrapper: Any) -> None:
+    """A mark was registered after ``wrapper`` was made without a guard: route through it now.
+    While installed the guard is install's (as if the mark had been there at construction);
+    otherwise the user named the wrapper, and the guard is theirs."""
+    with _lock:
+        if _mode is not None:
+            guard_by(wrapper, _mode, owner="install")
+            _guarded.add(wrapper)
+        else:
+            guard_by(wrapper, ROUTE, owner="user")
+
+
+def disown(wrapper: Any) -> None:
+    """The user guarded ``wrapper`` explicitly: ``install``/``uninstall`` no longer touch its guard."""
+    with _lock:
+        _guarded.discard(wrapper)
 
 
 def _patch(owner: Any, attr: str, make: Callable[[Any], Any]) -> None:
@@ -110,6 +155,17 @@ def _patched_fully_shard(original: Callable[..., Any]) -> Callable[..., Any]:
     return fully_shard
 
 
+def _patched_apply_to_module(original: Callable[..., Any]) -> Callable[..., Any]:
+    @functools.wraps(original)
+    def _apply_to_module(modules: Any, *args: Any, **kwargs: Any) -> Any:
+        result = original(modules, *args, **kwargs)
+        for module in modules:
+            _guard_new(module)  # a later fully_shard on an ancestor absorbs this guard
+        return result
+
+    return _apply_to_module
+
+
 def _patched_register(original: Callable[..., Any]) -> Callable[..., Any]:
     @functools.wraps(original)
     def register_fsdp_forward_method(module: Any, method_name: str) -> None:
@@ -133,10 +189,16 @@ def _patch_torch() -> None:
     from torch.distributed.fsdp import FullyShardedDataParallel
 
     _patch(FullyShardedDataParallel, "__init__", _patched_init)
+    defining = _try_import(_FULLY_SHARD_DEFINED)
+    # fully_shard looks its step that turns modules into FSDP modules up in its own globals: patched
+    # there, a `fully_shard` the user imported before runtime_shim is covered too
+    hook_step = defining is not None and callable(getattr(defining, _FULLY_SHARD_STEP, None))
+    if hook_step:
+        _patch(defining, _FULLY_SHARD_STEP, _patched_apply_to_module)
     for name in _FULLY_SHARD_EXPORTS:
         module = sys.modules.get(name) or _try_import(name)
-        if module is not None and hasattr(module, "fully_shard"):
-            _patch(module, "fully_shard", _patched_fully_shard)
+        if not hook_step and module is not None and hasattr(module, "fully_shard"):
+            _patch(module, "fully_shard", _patched_fully_shard)  # other torch versions
         if module is not None and hasattr(module, FSDP_REGISTER_CALL):
             _patch(module, FSDP_REGISTER_CALL, _patched_register)
 
@@ -179,7 +241,7 @@ def install(mode: str = "error", keep_stronger: bool = False) -> None:
             if record is None or not record.active or record.mode == mode:
                 continue
             if (record.mode == ROUTE) != (mode == ROUTE) and (record.wrapper is obj or is_fabric_module(obj)):
-                guard(obj, mode=mode)  # detection is installed at guard time: guard again
+                guard_by(obj, mode, owner="install")  # detection is installed at guard time: guard again
             else:
                 record.mode = mode
         _patch_torch()
@@ -206,6 +268,8 @@ def uninstall() -> None:
         while _patches:
             owner, attr, original = _patches.pop()
             setattr(owner, attr, original)
+        fabric.restore_classes()
         for obj in list(_guarded):
             unguard(obj)
         _guarded.clear()
+        _wrapper_of.clear()

@@ -63,6 +63,7 @@ from runtime_shim._state import STATE, inside
 from runtime_shim.detect import find_entry, user_class_name
 from runtime_shim.errors import UnmarkedEntryError, UnmarkedEntryWarning
 from runtime_shim.marks import is_marked
+from runtime_shim.unused import check_routed_output
 
 _WRAPPER_PREFIXES = ("_fsdp_wrapped_module.", "_checkpoint_wrapped_module.", "_orig_mod.")
 _class_marks_cache: "weakref.WeakKeyDictionary[type, frozenset[str]]" = weakref.WeakKeyDictionary()
@@ -117,6 +118,8 @@ class GuardRecord:
         self.skipped: list[str] = []  # modules whose forward was already patched by someone else
         self.warned: set[tuple[str, str]] = set()
         self.meta_hook: Optional[Any] = None  # FSDP2 only; removed by unguard
+        self.all_used: set[str] = set()  # DDP: routed methods whose output reached every parameter
+        self.last_routed: Optional[tuple[str, str]] = None  # (class, method), for DDP's own errors
 
     # -- copying / pickling a guarded module must not carry the guard along ------------------
     def __deepcopy__(self, memo: dict[int, Any]) -> None:
@@ -226,6 +229,7 @@ class GuardRecord:
         portal = self.portal_of.get(id(owner), self.root)
         entry = self.entry if portal is self.root else portal
         pending = (portal, func, owner)
+        self.last_routed = (user_class_name(owner), name)
         previous = STATE.redirect
         STATE.redirect = pending
         try:
@@ -240,6 +244,8 @@ class GuardRecord:
             raise RuntimeError(route_not_consumed_message(user_class_name(owner), name, type(entry).__name__))
         if inspect.isgenerator(out) or inspect.isasyncgen(out):
             raise TypeError(returned_generator_message(user_class_name(owner), name))
+        if self.kind == "ddp" and name not in self.all_used and torch.is_grad_enabled():
+            check_routed_output(self, user_class_name(owner), name, out)
         return out
 
     @functools.partial(_forwards.opaque, recursive=True)

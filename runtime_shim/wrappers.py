@@ -41,6 +41,17 @@ def identify(obj: Any) -> Optional[tuple[str, nn.Module, nn.Module]]:
     return None
 
 
+def root_of(obj: Any) -> Optional[nn.Module]:
+    """The user's model inside a supported wrapper (the wrapper's ``_original_module`` for Fabric),
+    or None when there is none to route: not a wrapper, or one built around something that is not a
+    module (Fabric's own tests build ``_FabricModule`` around ``Mock`` objects)."""
+    if is_fabric_module(obj):
+        original = getattr(obj, "_original_module", None)
+        return original if isinstance(original, nn.Module) else None
+    found = identify(obj)
+    return found[2] if found is not None else None
+
+
 def describe_supported() -> str:
     return (
         "DistributedDataParallel, FullyShardedDataParallel (FSDP1), a fully_shard-ed module (FSDP2) "
