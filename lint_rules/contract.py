@@ -115,8 +115,14 @@ def bypassed_mark_message(cls: str, method: str, chain: str) -> str:
     )
 
 
-def generator_message(qualname: str) -> str:
+def generator_message(qualname: str, asynchronous: bool = False) -> str:
     """Same words as the decorator's rejection in ``runtime_shim.marks``."""
+    if asynchronous:
+        return (
+            f"@{DECORATOR_NAME} cannot mark async method {qualname}: a coroutine runs when it is awaited, "
+            "after the wrapper's forward has returned, so it cannot be routed; mark a plain method that "
+            "does the computation and call it from the coroutine"
+        )
     return (
         f"@{DECORATOR_NAME} cannot mark generator {qualname}: a generator runs after "
         "the wrapper's forward has returned, so it cannot be routed; return a list instead"

@@ -31,6 +31,17 @@ def is_generator_function(fn: object) -> bool:
     return False
 
 
+def is_coroutine_function(fn: object) -> bool:
+    """True for ``async def`` functions, also behind ``functools.wraps`` layers."""
+    seen = 0
+    while fn is not None and seen < 20:
+        if inspect.iscoroutinefunction(fn):
+            return True
+        fn = getattr(fn, "__wrapped__", None)
+        seen += 1
+    return False
+
+
 def forward_entry(fn: F) -> F:
     """Mark ``fn`` as a method that runs the module's forward computation.
 
@@ -45,6 +56,8 @@ def forward_entry(fn: F) -> F:
         raise ValueError(DECORATOR_ON_FORWARD)
     if is_generator_function(fn):
         raise TypeError(generator_message(fn.__qualname__))
+    if is_coroutine_function(fn):
+        raise TypeError(generator_message(fn.__qualname__, asynchronous=True))
     setattr(fn, MARK_ATTRIBUTE, True)
     return fn
 

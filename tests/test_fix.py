@@ -281,6 +281,23 @@ def test_generator_methods_are_not_decorated(tmp_path: Path) -> None:
         "after the wrapper's forward has returned, so it cannot be routed; return a list instead")
 
 
+def test_async_methods_are_not_decorated(tmp_path: Path) -> None:
+    """A coroutine runs when awaited, after the wrapper's forward has returned: @forward_entry
+    rejects ``async def`` like a generator, so the fix leaves it, saying why; the sync method next
+    to it is decorated."""
+    source = ("import torch.nn as nn\n\n\nclass Model(nn.Module):\n    async def agenerate(self, x):\n"
+              "        return self(x)\n\n    def generate(self, x):\n        return self(x)\n")
+    (tmp_path / "m.py").write_text(source)
+    proc = run_cli(tmp_path, "--fix", "m.py")
+    assert proc.returncode == 1
+    text = (tmp_path / "m.py").read_text()
+    assert "    @forward_entry\n    def generate" in text and "@forward_entry\n    async def" not in text
+    assert proc.stderr.splitlines()[0] == (
+        "m.py:5:15: FWD001 not fixed: @forward_entry cannot mark async method Model.agenerate: a coroutine runs "
+        "when it is awaited, after the wrapper's forward has returned, so it cannot be routed; mark a plain "
+        "method that does the computation and call it from the coroutine")
+
+
 @pytest.mark.parametrize("encoding,prefix", [("latin-1", b"# -*- coding: latin-1 -*-\n"), ("utf-8", b"\xef\xbb\xbf")])
 def test_diff_applies_to_non_ascii_context(tmp_path: Path, encoding: str, prefix: bytes) -> None:
     """The diff is made of the file's own bytes: a latin-1 file with a cookie, or a UTF-8 file with

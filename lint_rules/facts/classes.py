@@ -98,7 +98,8 @@ class Classes(Collector):
                                            returns=body.returns if body else (),
                                            generator=body.generator if body else False,
                                            abstract=body.abstract if body else False,
-                                           builds=body.builds if body else ()))
+                                           builds=body.builds if body else (),
+                                           asynchronous=body.asynchronous if body else False))
                 for name, sources in body.attrs if body else ():
                     merged.setdefault(name, []).extend(sources)
             defined = {method.name for method in methods}

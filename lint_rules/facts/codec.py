@@ -16,17 +16,17 @@ from lint_rules.facts.model import (
     WrapSite, WrappedCall,
 )
 
-FORMAT = 7
+FORMAT = 8
 
 
 def _method(m: MethodFacts) -> list[Any]:
     return [m.name, m.line, m.col, m.kind, m.decorators, [[u.kind, u.name, u.line, u.text, u.method] for u in m.uses],
-            m.returns, m.generator, m.abstract, m.builds]
+            m.returns, m.generator, m.abstract, m.builds, m.asynchronous]
 
 
 def _method_from(row: list[Any]) -> MethodFacts:
     return MethodFacts(row[0], row[1], row[2], row[3], tuple(row[4]), tuple(Use(*u) for u in row[5]), tuple(row[6]),
-                       bool(row[7]), bool(row[8]), tuple(row[9]))
+                       bool(row[7]), bool(row[8]), tuple(row[9]), bool(row[10]))
 
 
 def _row(fact: Any) -> list[Any]:

@@ -483,6 +483,7 @@ class MethodBody:
     generator: bool = False
     abstract: bool = False
     builds: tuple[str, ...] = ()
+    asynchronous: bool = False
 
 
 _PROPERTY_DECORATORS = frozenset({"property", "cached_property", "setter", "getter", "deleter"})
@@ -578,7 +579,8 @@ class EntryUses(Collector):
                      for name, value in scan.elements)
         abstract = _is_abstract(node, self.walk.names.decorators(node))
         return MethodBody(kind, self._located(node, kind, scan.uses), tuple(dict.fromkeys(scan.returns)),
-                          tuple(attrs), node in self.generators, abstract, tuple(dict.fromkeys(scan.builds)))
+                          tuple(attrs), node in self.generators, abstract, tuple(dict.fromkeys(scan.builds)),
+                          node.asynchronous is not None)
 
     def _function(self, fn: cst.FunctionDef, name: str, locate: bool) -> FunctionFacts:
         """A module-level function's summary: for each parameter it uses as a module, its body read

@@ -68,6 +68,7 @@ class MethodFacts:
     abstract: bool = False  # @abstractmethod, or a body that only passes or raises NotImplementedError
     # What the method returns, when it builds it: classes or functions called in ``return X(...)``.
     builds: tuple[str, ...] = ()
+    asynchronous: bool = False  # ``async def``: its body runs when awaited, like a generator's when iterated
 
 
 @dataclass(frozen=True)

@@ -19,6 +19,7 @@ import libcst as cst
 
 from lint_rules import contract
 from lint_rules.diagnostics import Diagnostic
+from lint_rules.facts.model import MethodFacts
 from lint_rules.facts.walk import dotted_name
 from lint_rules.fix.imports import ensure_import, expression
 from lint_rules.fix.locate import defs_by_line, parse_for_edit
@@ -96,18 +97,21 @@ def fix_source(path: str, old: bytes, diagnostics: Sequence[Diagnostic]) -> File
     return checked(result, new_module.bytes + tail, plan)
 
 
-def _is_generator(context: FixContext, diagnostic: Diagnostic) -> bool:
+def _deferred(context: FixContext, diagnostic: Diagnostic) -> Optional[MethodFacts]:
+    """The reported method if it is a generator or an ``async def`` (its body runs later)."""
     view = context.analysis.view_for(diagnostic.path)
     facts = view.files.get(diagnostic.path) if view is not None else None
     cls = facts.class_named(diagnostic.symbol.rpartition(".")[0]) if facts is not None else None
-    return cls is not None and any(m.generator and m.line == diagnostic.line for m in cls.methods)
+    return next((m for m in cls.methods if (m.generator or m.asynchronous) and m.line == diagnostic.line),
+                None) if cls is not None else None
 
 
 def fix(context: FixContext, diagnostics: Sequence[Diagnostic]) -> tuple[list[FileFix], list[Unfixed]]:
-    """A generator method is never decorated: the decorator rejects it when the class is defined,
-    so the fixed file would no longer import."""
-    refused = [d for d in diagnostics if _is_generator(context, d)]
-    unfixed = [Unfixed(d, contract.generator_message(d.symbol)) for d in refused]
+    """A generator or async method is never decorated: the decorator rejects it when the class is
+    defined, so the fixed file would no longer import."""
+    deferred = {d: _deferred(context, d) for d in diagnostics}
+    refused = [d for d, method in deferred.items() if method is not None]
+    unfixed = [Unfixed(d, contract.generator_message(d.symbol, deferred[d].asynchronous)) for d in refused]
     rest = sorted(set(diagnostics) - set(refused))
     tasks = [(path, tuple(group)) for path, group in groupby(rest, key=lambda d: d.path)]
     return map_tasks(functools.partial(fix_file, fix_source), tasks, context.jobs), unfixed

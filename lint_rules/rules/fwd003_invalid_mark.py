@@ -11,8 +11,9 @@ Decorators (``@forward_entry``, ``@inference_entry``, your ``mark-decorators``)
       ``TypeError`` when the class is defined;
     * under one (``@staticmethod`` written above the mark): accepted, but the descriptor hides the
       mark and nothing is routed;
-    * on a generator method: ``TypeError`` when the class is defined (a generator runs after the
-      wrapper's forward has returned, so it cannot be routed);
+    * on a generator method or an ``async def`` method: ``TypeError`` when the class is defined (a
+      generator runs when iterated, a coroutine when awaited: both after the wrapper's forward has
+      returned, so neither can be routed);
     * in a class that is not an ``nn.Module`` (nor a mixin of one): nothing is ever routed.
 
 Registrations (``model.mark_forward_method(...)`` on a Fabric model, ``runtime_shim``'s
@@ -21,6 +22,12 @@ Registrations (``model.mark_forward_method(...)`` on a Fabric model, ``runtime_s
     * of a name the model's class does not have as a method (missing, an attribute, a property, a
       static method; for ``runtime_shim`` also a class method), including a method of another
       class: ``AttributeError``. Checked only when the model's class and all its bases are known.
+
+Registrations on a wrapper ``runtime_shim`` does not route (``torch.nn.DataParallel``):
+    ``mark_forward_method(dp, "generate")`` on ``dp = DataParallel(model)`` fails with
+    ``AttributeError`` (the wrapper has no such method), and would route nothing: only DDP, FSDP1,
+    FSDP2 and Fabric models are routed. Such a registration does not count as a mark, and
+    ``--fix`` never inserts one.
 
 FSDP2's ``register_fsdp_forward_method`` is not checked here: FSDP2 ignores it on modules that are
 not ``fully_shard``-ed.
@@ -98,6 +105,22 @@ def main(fabric):
     model.mark_forward_method("forward")  # expect: FWD003 "ValueError: You cannot mark the forward method itself"
     model.mark_forward_method("sample")  # expect: FWD003 "but `GPT.sample` does not exist or is not a method."
 """),
+    Invalid("""
+import torch.nn as nn
+from runtime_shim import mark_forward_method
+
+
+class GPT(nn.Module):
+    def forward(self, x):
+        return x
+
+    def generate(self, x):  # expect: FWD001
+        return self(x)
+
+
+dp = nn.DataParallel(GPT())
+mark_forward_method(dp, "generate")  # expect: FWD003 "on a torch.nn.DataParallel fails: runtime_shim routes"
+"""),
 )
 
 
@@ -115,9 +138,10 @@ def _decorator_problem(view: ProjectIndex, facts: FileFacts, cls: ClassFacts, me
     if above is not None:
         return (f"{mark} under @{above} does nothing: the {above} hides the mark and a {above} "
                 f"is never routed")
-    if method.generator:
-        return (f"{mark} on a generator fails when the class is defined: TypeError: "
-                f"{contract.generator_message(f'{cls.qualname}.{method.name}')}")
+    if method.generator or method.asynchronous:
+        what = "an async method" if method.asynchronous else "a generator"
+        return (f"{mark} on {what} fails when the class is defined: TypeError: "
+                f"{contract.generator_message(f'{cls.qualname}.{method.name}', method.asynchronous)}")
     ref = ClassRef(facts, cls)
     if not (view.is_module_class(ref) or view.is_module_mixin(ref)):
         return (f"{mark} does nothing: {cls.qualname} is not an nn.Module, and only methods of modules "
@@ -137,11 +161,28 @@ def _mro_known(view: ProjectIndex, ref: ClassRef) -> bool:
     return True
 
 
+#: Wrappers ``runtime_shim`` cannot route through (resolved class references).
+_UNROUTED_WRAPPERS = frozenset({"torch.nn.DataParallel", "torch.nn.parallel.DataParallel",
+                                "torch.nn.parallel.data_parallel.DataParallel"})
+
+
+def _unrouted_wrapper(mark: Mark) -> Optional[str]:
+    """``runtime_shim``'s registration on a ``torch.nn.DataParallel``: it raises, and routes nothing."""
+    if mark.via != "shim" or mark.cls not in _UNROUTED_WRAPPERS:
+        return None
+    error = contract.MARK_VALIDATION_MISSING.format(name=mark.name, cls="DataParallel")
+    return (f"registering '{mark.name}' on a torch.nn.DataParallel fails: runtime_shim routes marked methods "
+            f"through DDP, FSDP1, FSDP2 and Fabric only (use DistributedDataParallel): AttributeError: {error}")
+
+
 def _registration_problem(view: ProjectIndex, facts: FileFacts, mark: Mark) -> Optional[str]:
     if mark.via not in ("fabric", "shim", ""):
         return None
     if mark.name == "forward":
         return f"registering forward fails: ValueError: {contract.MARK_VALIDATION_FORWARD}"
+    unrouted = _unrouted_wrapper(mark)
+    if unrouted is not None:
+        return unrouted
     found = view.find_constructed(mark.cls, facts) if mark.cls and mark.via else None
     if found is None or not _mro_known(view, found):
         return None

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import functools
 import os
 import subprocess
 import sys
+from typing import Any
 
 import pytest
 import torch
@@ -83,6 +85,10 @@ def test_decorator_changes_nothing_on_an_unwrapped_module() -> None:
     assert getattr(Plain.no_grad_inner, MARK_ATTRIBUTE) and getattr(Plain.inference_outer, MARK_ATTRIBUTE)
 
 
+async def _async_method(self: Any, x: Any) -> Any:
+    return self(x)
+
+
 def test_decorator_rejections() -> None:
     with pytest.raises(ValueError, match="cannot mark forward"):
         forward_entry(Plain.forward)
@@ -93,6 +99,15 @@ def test_decorator_rejections() -> None:
         @torch.no_grad()
         def stream(self):
             yield 1
+    with pytest.raises(TypeError, match="cannot mark async method .*agen.* when it is awaited"):
+        @forward_entry
+        async def agen(self):
+            return 1
+    with pytest.raises(TypeError, match="cannot mark async method"):
+        @forward_entry
+        @functools.wraps(Plain.method)
+        async def wrapped(self):
+            return 1
     with pytest.raises(TypeError, match="not a staticmethod"):
         forward_entry(staticmethod(lambda: 1))  # type: ignore[arg-type]
     with pytest.raises(TypeError, match="expects a function"):
@@ -120,6 +135,10 @@ def test_mark_forward_method_validation() -> None:
         mark_forward_method(m, "lin")
     with pytest.raises(TypeError, match="cannot mark generator"):
         mark_forward_method(m, "gen")
+    m.__class__ = type("WithAsync", (Plain,), {"agen": _async_method})
+    with pytest.raises(TypeError, match="cannot mark async method"):
+        mark_forward_method(m, "agen")
+    m.__class__ = Plain
     with pytest.raises(ValueError, match="not part of"):
         mark_forward_method(m, Plain().method)
     mark_forward_method(m, "method")
