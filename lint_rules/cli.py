@@ -28,6 +28,7 @@ from lint_rules.diagnostics import FileError
 from lint_rules.discover import python_files
 from lint_rules.engine import Result, Run, analyse
 from lint_rules.fix import run as fix
+from lint_rules.layout import find_root
 from lint_rules.project import Config
 
 
@@ -72,9 +73,10 @@ def _input_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--cache-dir", type=Path, help="where the facts cache lives "
                         "(default: .fwdlint_cache under the project root)")
     parser.add_argument("--no-cache", action="store_true", help="neither read nor write the facts cache")
-    parser.add_argument("--python", metavar="PATH", help="the interpreter whose installed packages hold the "
-                        "checked code's bases and attribute types (read, never imported; default: the "
-                        "active virtual environment, else the interpreter running fwdlint)")
+    parser.add_argument("--python", metavar="PATH", help="the environment whose installed packages hold the "
+                        "checked code's bases and attribute types: a virtual environment or conda prefix, or an "
+                        "interpreter (read from its files, never imported; default: $VIRTUAL_ENV, $CONDA_PREFIX, "
+                        "the project's .venv, else the interpreter running fwdlint)")
 
 
 def _output_options(parser: argparse.ArgumentParser) -> None:
@@ -101,6 +103,8 @@ def _output_options(parser: argparse.ArgumentParser) -> None:
                         "report (on stderr for json and sarif, which stay one document)")
     parser.add_argument("--exit-zero", action="store_true", help="exit 0 even with findings or files that "
                         "could not be checked (as flake8 and ruff); 2 stays for usage and configuration errors")
+    parser.add_argument("-v", "--verbose", action="store_true", help="say on stderr which environment "
+                        "installed packages are read from (said anyway when any was read, unless --quiet)")
     parser.add_argument("-q", "--quiet", action="store_true", help="print findings, errors and what was asked "
                         "for (--statistics, the diff), nothing else (no notes, no fix summary)")
     parser.add_argument("--show-source", action="store_true",
@@ -152,8 +156,9 @@ def _report(args: argparse.Namespace, result: Result, run: Run) -> int:
     if args.format == "text":
         out, err = report.text(result, show_source=args.show_source)
         out += counts
-        if result.installed_read and not args.quiet:
-            err += (f"fwdlint: read {result.installed_read} installed file(s) of {run.environment.python} "
+        if result.installed_read and not args.quiet and run.environment is not None:
+            said = "" if args.verbose else run.environment.describe() + "\n"  # --verbose said it already
+            err += (f"{said}fwdlint: read {result.installed_read} installed file(s) of {run.environment.python} "
                     "to resolve names\n")
     elif args.format == "github":
         out = report.github(result) + counts
@@ -183,7 +188,7 @@ def _run_options(args: argparse.Namespace) -> Run | int:
     for warning in options.warnings:
         print(warning, file=sys.stderr)
     try:
-        env = environment.find(options.python)
+        env = _environment(args, options)
     except environment.NoInterpreter as exc:
         if options.python_source is None:
             print(f"fwdlint: error: {exc}", file=sys.stderr)
@@ -196,6 +201,20 @@ def _run_options(args: argparse.Namespace) -> Run | int:
                jobs=args.jobs or os.cpu_count() or 1, project_root=args.project_root.resolve() if args.project_root
                else None, cache=not args.no_cache, cache_dir=args.cache_dir, exclude=options.exclude,
                per_file_ignores=options.per_file_ignores)
+
+
+def _environment(args: argparse.Namespace, options: settings.Options) -> environment.Environment:
+    """The environment the run reads installed packages from (``environment.find``); its warnings,
+    and with ``--verbose`` its one-line description, go to stderr. Only an interpreter named on the
+    command line may be run, never one a configuration file names."""
+    start = settings.start_directory(args.paths)
+    project = args.project_root.resolve() if args.project_root else find_root(start) or start
+    configured = options.python_source  # "setup.cfg: error: [fwdlint] 'python-executable'", None: --python
+    env = environment.find(options.python, source=configured.replace(": error: ", " ") if configured else "--python",
+                           may_run=configured is None, project=project)
+    for line in (*env.warnings, *([env.describe()] if args.verbose else [])):
+        print(line, file=sys.stderr)
+    return env
 
 
 def _fix(args: argparse.Namespace, files: list[str], options: Run, walk_errors: list[tuple[str, str]]) -> int:

@@ -101,3 +101,12 @@ def _is_regular(path: str) -> bool:
         return stat.S_ISREG(os.stat(path).st_mode)
     except OSError:
         return True  # unreadable: let the reader report it
+
+
+def shorter_path(path: "os.PathLike[str] | str") -> str:
+    """A path as messages name it: relative to the working directory when that is shorter."""
+    try:
+        relative = os.path.relpath(path)
+    except ValueError:  # another drive (Windows)
+        return str(path)
+    return relative if len(relative) < len(str(path)) else str(path)

@@ -76,6 +76,7 @@ class Session:
         self.per_file_ignores = tuple((normalize_pattern(p), codes) for p, codes in run.per_file_ignores)
         self.views: dict[Optional[Path], ProjectIndex] = {}
         self._environment = run.environment
+        self._first_root = run.project_root or (find_root(Path(first_path)) if first_path else None)
         self.resolved: set[str] = set()  # files read only to resolve names
         self.installed: set[str] = set()  # ... of them, under the environment's package directories
 
@@ -83,7 +84,7 @@ class Session:
     def environment(self) -> environment.Environment:
         if self._environment is None:
             try:
-                self._environment = environment.find()
+                self._environment = environment.find(project=self._first_root)  # the project's .venv counts
             except environment.NoInterpreter:  # the default never raises; be safe anyway
                 self._environment = environment.Environment(sys.executable)
         return self._environment

@@ -5,8 +5,10 @@ is selected it does no work at all. flake8 matches selections by prefix, so ``--
 would select FWD through ``F``; that selection means pyflakes to everyone who writes it, so an
 explicit ``--select`` runs fwdlint only if it (or ``--extend-select``) names a prefix starting
 with ``FW``. The default selection runs it. flake8 applies ``# noqa`` and
-reports syntax errors itself; valid Python that fwdlint cannot check (LibCST rejects it, or it is
-nested too deeply) is ``FWD000`` at the place named, never silently clean.
+reports syntax errors itself (E999; a selection that runs fwdlint also selects E999 and E902, see
+``_select_unparsable``); valid Python that fwdlint cannot check (LibCST rejects it, or it is
+nested too deeply) is ``FWD000`` at the place named, never silently clean. A selection entry
+starting with ``FW`` that names no rule (``FWD01``) is an error (``_refuse_unknown_codes``).
 
 Each file is checked with its project's view (``layout``): every Python file under the project
 root (flake8's ``--exclude`` respected), read through the facts store and its cache. So
@@ -29,14 +31,49 @@ from lint_rules.rules import CODES
 
 if TYPE_CHECKING:
     from lint_rules.engine import Run, Session
+    from lint_rules.environment import Environment
 
 # Nothing heavier than the two imports above at module level: flake8 imports every installed
 # plugin on every run, and with no FWD code selected this one must cost nothing (LibCST alone
 # takes ~130 ms to import). The engine is imported by the first file that needs it.
 
 
+#: flake8's own codes for a file it cannot read or tokenize (E902) or parse (E999): it runs no
+#: plugin on such a file, so FWD000 cannot be reported there (``_select_unparsable``).
+UNPARSABLE = ("E902", "E999")
 #: The one-line errors of files Python reads but fwdlint cannot check (``source.one_line``).
 UNCHECKED = ("LibCST cannot parse", "too deeply nested")
+
+
+def _environment(options: argparse.Namespace) -> "Environment":
+    """Where installed packages are read from (``environment.find``). flake8 is quiet when clean, and
+    every file must not say it again: a problem is one stderr line per run (not again in a ``-j``
+    worker), the description an INFO log line that ``flake8 -v`` shows. A configured
+    ``fwd-python-executable`` is a path to read, never run: only one on flake8's command line may be."""
+    import logging
+    import multiprocessing
+
+    from lint_rules import environment, settings
+    from lint_rules.layout import find_root
+
+    python = getattr(options, "fwd_python_executable", "") or None
+    named = [arg.split("=", 1)[0] for arg in sys.argv[1:] if arg.startswith("--fwd-py")]
+    given = any("--fwd-python-executable".startswith(arg) for arg in named)
+    root = getattr(options, "fwd_project_root", "") or ""
+    start = settings.start_directory(getattr(options, "filenames", None) or ["."])
+    project = Path(root).resolve() if root else find_root(start) or start
+    quiet = multiprocessing.parent_process() is not None  # the main process said it already
+    try:
+        env = environment.find(python, source="--fwd-python-executable", may_run=given, project=project)
+    except environment.NoInterpreter as exc:  # flake8 goes on; names resolve within the project only
+        if not quiet:
+            sys.stderr.write(f"fwdlint: {str(exc).replace('--python ', '--fwd-python-executable ', 1)}; "
+                             "installed packages are not read\n")
+        return environment.Environment(python or "")
+    for line in env.warnings if not quiet else ():
+        sys.stderr.write(line + "\n")
+    logging.getLogger("flake8.fwdlint").info("%s", env.describe())
+    return env
 
 
 class Plugin:
@@ -64,8 +101,10 @@ class Plugin:
         parser.add_option("--fwd-cache-dir", default="", parse_from_config=True, normalize_paths=True,
                           help="FWD: where the facts cache lives (default: .fwdlint_cache under the project root)")
         parser.add_option("--fwd-python-executable", default="", parse_from_config=True, normalize_paths=True,
-                          help="FWD: the interpreter whose installed packages hold the checked code's bases "
-                               "(read, never imported; default: the active virtual environment, else flake8's)")
+                          help="FWD: the environment whose installed packages hold the checked code's bases: a "
+                               "virtual environment or conda prefix, or an interpreter (read from its files, never "
+                               "imported; only one given on the command line may be run; default: $VIRTUAL_ENV, "
+                               "$CONDA_PREFIX, the project's .venv, else flake8's)")
         parser.add_option("--fwd-no-cache", action="store_true", default=False, parse_from_config=True,
                           help="FWD: neither read nor write the facts cache")
 
@@ -81,21 +120,16 @@ class Plugin:
         explicit = [*(getattr(options, "select", None) or ()), *(getattr(options, "extend_select", None) or ())]
         if getattr(options, "select", None) and not any(p.upper().startswith("FW") for p in explicit):
             enabled = ()  # `--select E,F,W` means pyflakes, not every code that starts with F
+        _refuse_unknown_codes(options)
         cls.session = None
         if not enabled:
             cls.run_options = None
             return
-        from lint_rules import environment
+        _select_unparsable(options)
         from lint_rules.engine import Run
         from lint_rules.project import Config
 
-        python = getattr(options, "fwd_python_executable", "") or None
-        try:
-            env = environment.find(python)
-        except environment.NoInterpreter as exc:  # flake8 goes on; names resolve within the project only
-            sys.stderr.write(f"fwdlint: {exc}; installed packages are not read\n")
-            env = environment.Environment(python or "")
-
+        env = _environment(options)
         root = getattr(options, "fwd_project_root", "") or ""
         cache_dir = getattr(options, "fwd_cache_dir", "") or ""
         exclude = [*(getattr(options, "exclude", None) or ()), *(getattr(options, "extend_exclude", None) or ())]
@@ -141,3 +175,50 @@ class Plugin:
             return
         for diagnostic in found:
             yield diagnostic.line, diagnostic.col, f"{diagnostic.code} {diagnostic.message}", type(self)
+
+
+def _fwd_entries(options: argparse.Namespace) -> Iterator[tuple[str, str]]:
+    """(option, entry) for every code in flake8's selection options that is fwdlint's to judge:
+    it starts with ``FW`` in any case (as the gate in ``parse_options`` reads it); other codes
+    belong to other plugins, and flake8 owns them."""
+    for name in ("select", "extend_select", "ignore", "extend_ignore"):
+        for entry in getattr(options, name, None) or ():
+            yield f"--{name.replace('_', '-')}", entry
+    per_file = getattr(options, "per_file_ignores", "") or ""
+    if "FW" in per_file.upper():
+        from flake8.utils import parse_files_to_codes_mapping  # flake8's own reading of its option
+
+        for _, codes in parse_files_to_codes_mapping(per_file):
+            yield from (("--per-file-ignores", code) for code in codes)
+
+
+def _refuse_unknown_codes(options: argparse.Namespace) -> None:
+    """``flake8 --select FWD01`` (or ``fwd001``, ``FWD999``) would select no FWD rule and pass
+    forever: one error line and exit status 2, as flake8's own usage errors."""
+    for option, entry in _fwd_entries(options):
+        if not entry.upper().startswith("FW") or entry == "FWD000":  # FWD000: the plugin's "cannot check"
+            continue
+        from lint_rules.settings import code_problem
+
+        problem = code_problem(entry)
+        if problem:
+            sys.stderr.write(f"fwdlint: error: flake8 {option} {entry}: {problem}\n")
+            raise SystemExit(2)
+
+
+def _select_unparsable(options: argparse.Namespace) -> None:
+    """flake8 runs no plugin on a file Python cannot parse and reports E999 (E902: cannot read or
+    tokenize) instead, which ``--select FWD`` filters out: such a file would pass as clean. So a
+    run that checks FWD codes also selects those two, unless ``--ignore``/``--extend-ignore``
+    names them (or a prefix of them)."""
+    try:
+        from flake8.style_guide import Decision, DecisionEngine
+
+        engine = DecisionEngine(options)
+    except (ImportError, AttributeError):  # a flake8 without the decision engine selects everything
+        return
+    ignored = [*(getattr(options, "ignore", None) or ()), *(getattr(options, "extend_ignore", None) or ())]
+    add = [code for code in UNPARSABLE
+           if engine.decision_for(code) is not Decision.Selected and not code.startswith(tuple(ignored))]
+    if add:
+        options.extend_select = [*(getattr(options, "extend_select", None) or ()), *add]

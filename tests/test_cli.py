@@ -76,10 +76,26 @@ def test_json_errors_and_schema(project: Path) -> None:
 def test_select_and_ignore(project: Path) -> None:
     assert run_cli(project, "--select", "FWD", "good.py").returncode == 1
     assert run_cli(project, "--select", "FWD001", "good.py").returncode == 1
-    assert run_cli(project, "--select", "E", "good.py").returncode == 0
+    assert run_cli(project, "--select", "E", "good.py").returncode == 2  # no rule code starts with E
     assert run_cli(project, "--ignore", "FWD001", "good.py").returncode == 0
     assert run_cli(project, "--ignore", "FWD", "good.py").returncode == 0
     assert run_cli(project, "--select", "FWD001", "--ignore", "FWD", "good.py").returncode == 1
+
+
+@pytest.mark.parametrize("args, code", [
+    (("--select", "FWD01"), "FWD01"), (("--select", "fwd001"), "fwd001"), (("--select", "FWD999"), "FWD999"),
+    (("--select", "FWD,E501"), "E501"), (("--ignore", "FWD0O1"), "FWD0O1"),
+    (("--per-file-ignores", "good.py:FWD01"), "FWD01"),
+    (("--select", "FWD01", "--exit-zero"), "FWD01"), (("--select", "FWD01", "--fix"), "FWD01"),
+])
+def test_unknown_code_is_a_usage_error(project: Path, args: tuple[str, ...], code: str) -> None:
+    """Not a warning and exit 0 (a CI check green forever): exit 2, one line naming the option and
+    the code, before any file is read (so --fix changes nothing) and whatever --exit-zero says."""
+    proc = run_cli(project, *args, ".")
+    assert (proc.returncode, proc.stdout) == (2, "")
+    assert proc.stderr.startswith(f"fwdlint: error: {args[0]}") and proc.stderr.count("\n") == 1, proc.stderr
+    assert f"no rule code starts with '{code}'" in proc.stderr
+    assert (project / "good.py").read_text() == BAD_MODULE
 
 
 def test_config_file_settings(project: Path) -> None:

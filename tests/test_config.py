@@ -1,7 +1,7 @@
 """Configuration as flake8/ruff users expect it (``lint_rules/settings.py``): ``[tool.fwdlint]`` in
 pyproject.toml and ``[fwdlint]`` in setup.cfg/tox.ini/.flake8, found from the checked paths upwards;
-``--config``/``--isolated``; every unusable setting an error naming the file and the key (exit 2);
-unknown codes a warning; paths in a file relative to that file; ``--mark-decorators`` adding to
+``--config``/``--isolated``; every unusable setting an error naming the file and the key (exit 2),
+unknown codes too; paths in a file relative to that file; ``--mark-decorators`` adding to
 runtime_shim's marks. Most runs are in-process (``cli.main``) to keep the file fast."""
 
 from __future__ import annotations
@@ -187,17 +187,62 @@ def test_paths_in_a_config_file_are_relative_to_it(project: Path, lint: Lint) ->
     assert str(project / "venv-here" / "bin" / "python") in err and err.count("\n") == 1
 
 
-def test_unknown_codes_are_warnings(project: Path, lint: Lint) -> None:
-    code, out, err = lint(project, "--select", "FWD0,FWD999", "--ignore", "FWD3,E501")
-    assert code == 1 and out.startswith(FINDING)
-    assert err == ("fwdlint: warning: unknown code 'FWD999' in --select\n"
-                   "fwdlint: warning: unknown code 'E501' in --ignore\n")
+CODES = "(codes: FWD001, FWD002, FWD003, FWD101, FWD201, FWD301)"
+
+
+def test_known_codes_and_prefixes(project: Path, lint: Lint) -> None:
+    for select in ("FWD", "FWD0", "FWD00", "FWD001", "FW,FWD3"):
+        assert lint(project, "--select", select)[0] == 1, select
     assert lint(project, "--select", "FWD", "--ignore", "FWD001,FWD10,FWD3")[1:] == ("", "")
-    (project / "pyproject.toml").write_text("[tool.fwdlint]\nselect = ['FWD001', 'FWD9']\n"
-                                            "per-file-ignores = {'x/*' = 'FWD7'}\n")
+    assert lint(project, "--ignore", "")[0] == 1  # an empty --ignore clears a configured one
+
+
+@pytest.mark.parametrize("args, message", [
+    (("--select", "FWD01"), f"--select FWD01: no rule code starts with 'FWD01' {CODES}"),
+    (("--select", "FWD0,FWD999"), f"--select FWD0,FWD999: no rule code starts with 'FWD999' {CODES}"),
+    (("--select", "fwd001"), "--select fwd001: no rule code starts with 'fwd001'; did you mean 'FWD001'? "
+                             "(codes are upper case; codes: FWD001,"),
+    (("--select", "ALL"), f"--select ALL: no rule code starts with 'ALL'; 'FWD' selects every rule {CODES}"),
+    (("--select", ""), "--select '': selects no rule (give codes or prefixes; 'FWD' selects every rule:"),
+    (("--ignore", "FWD3,E501"), f"--ignore FWD3,E501: no rule code starts with 'E501' {CODES}"),
+    (("--per-file-ignores", "tests/*:FWD001 x.py:FWD01"),
+     f"--per-file-ignores: no rule code starts with 'FWD01' {CODES}"),
+])
+def test_unknown_codes_on_the_command_line_are_errors(project: Path, lint: Lint, args: tuple[str, ...],
+                                                      message: str) -> None:
+    """A selection that selects nothing would pass forever: exit 2 before any file is read, as ruff."""
+    code, out, err = lint(project, *args)
+    assert (code, out) == (2, "")
+    assert err.startswith("fwdlint: error: " + message) and err.count("\n") == 1, err
+
+
+@pytest.mark.parametrize("name, text, message", [
+    ("pyproject.toml", "[tool.fwdlint]\nselect = ['FWD001', 'FWD9']\n",
+     f"pyproject.toml: error: [tool.fwdlint] bad value for 'select': no rule code starts with 'FWD9' {CODES}"),
+    ("pyproject.toml", "[tool.fwdlint]\nselect = []\n",
+     "pyproject.toml: error: [tool.fwdlint] bad value for 'select': selects no rule"),
+    ("pyproject.toml", "[tool.fwdlint]\nper-file-ignores = {'x/*' = 'fwd001'}\n",
+     "pyproject.toml: error: [tool.fwdlint] bad value for 'per-file-ignores': no rule code starts with 'fwd001'; "
+     "did you mean 'FWD001'?"),
+    ("setup.cfg", "[fwdlint]\nignore = E501, FWD001\n",
+     f"setup.cfg: error: [fwdlint] bad value for 'ignore': no rule code starts with 'E501' {CODES}"),
+    ("tox.ini", "[fwdlint]\nper-file-ignores =\n    tests/*:FWD001\n    x.py:FWD7\n",
+     f"tox.ini: error: [fwdlint] bad value for 'per-file-ignores': no rule code starts with 'FWD7' {CODES}"),
+])
+def test_unknown_codes_in_a_config_file_are_errors(project: Path, lint: Lint, name: str, text: str,
+                                                   message: str) -> None:
+    (project / name).write_text(text)
     code, out, err = lint(project)
-    assert code == 1 and err == ("pyproject.toml: warning: [tool.fwdlint] unknown code 'FWD9' in 'select'\n"
-                                 "pyproject.toml: warning: [tool.fwdlint] unknown code 'FWD7' in 'per-file-ignores'\n")
+    assert (code, out) == (2, "")
+    assert err.startswith(message) and err.count("\n") == 1, err
+
+
+def test_unknown_code_end_to_end(project: Path) -> None:
+    (project / "setup.cfg").write_text("[fwdlint]\nselect = FWD01\n")
+    proc = run_cli(project, "model.py")
+    assert (proc.returncode, proc.stdout) == (2, "")
+    assert proc.stderr == ("setup.cfg: error: [fwdlint] bad value for 'select': "
+                           f"no rule code starts with 'FWD01' {CODES}\n")
 
 
 def test_mark_decorators_add_to_runtime_shims_marks(project: Path, lint: Lint) -> None:

@@ -73,10 +73,10 @@ def test_without_the_environment_the_base_is_unknown(tmp_path: Path) -> None:
     assert (proc.returncode, proc.stdout) == (0, ""), proc.stderr
 
 
-def test_virtual_env_is_the_default(tmp_path: Path, other_python: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("VIRTUAL_ENV", str(other_python.parent.parent))
-    assert environment.default_python() == str(other_python)
-    found = environment.find()
+def test_virtual_env_is_the_default(tmp_path: Path, other_python: Path) -> None:
+    found = environment.find(environ={"VIRTUAL_ENV": str(other_python.parent.parent)})
+    assert (found.python, found.kind, found.source) == (str(other_python), "venv", "$VIRTUAL_ENV")
+    assert found.version == sys.version_info[:2]  # the target Python, from pyvenv.cfg
     assert any((root / "extpkg").is_dir() for root in found.roots)
     assert not any(root.name.startswith("python3") for root in found.roots)  # the standard library is left out
 

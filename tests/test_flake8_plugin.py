@@ -61,6 +61,39 @@ def test_flake8_syntax_error_does_not_crash(tmp_path: Path) -> None:
     assert "Traceback" not in proc.stderr
 
 
+@pytest.mark.parametrize("args", [
+    ("--select", "FWD01"), ("--select", "fwd001"), ("--select", "E,FWD999"), ("--extend-select", "FWD01"),
+    ("--extend-ignore", "FWD0O1"), ("--per-file-ignores", "m.py:FWD01"),
+])
+def test_flake8_unknown_fwd_code_is_an_error(tmp_path: Path, args: tuple[str, ...]) -> None:
+    """flake8 accepts any code and would select no FWD rule: green forever. A code starting with FW
+    is fwdlint's to judge: one line, exit 2; other plugins' codes stay flake8's business."""
+    (tmp_path / "m.py").write_text(SOURCE)
+    proc = run_flake8(tmp_path, *args, "m.py")
+    assert (proc.returncode, proc.stdout) == (2, "")
+    assert proc.stderr.startswith(f"fwdlint: error: flake8 {args[0]} ") and proc.stderr.count("\n") == 1
+    assert "no rule code starts with" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_flake8_other_plugins_codes_and_fwd000_are_flake8s(tmp_path: Path) -> None:
+    (tmp_path / "m.py").write_text(SOURCE)
+    proc = run_flake8(tmp_path, "--select", "FWD,E501", "--extend-ignore", "FWD000,X100", "m.py")
+    assert [row[3] for row in flake8_rows(proc)] == ["FWD001"] and proc.stderr == ""
+
+
+def test_flake8_select_fwd_is_not_green_on_an_unparsable_file(tmp_path: Path) -> None:
+    """flake8 runs no plugin on a file Python cannot parse (so no FWD000 there) and reports E999,
+    which `--select FWD` would filter out: selecting FWD selects E999 and E902 too."""
+    (tmp_path / "broken.py").write_text("class M(nn.Module):\n    def f(self:\n")
+    proc = run_flake8(tmp_path, "--select", "FWD", "broken.py", "missing.py")
+    assert proc.returncode == 1
+    assert sorted((path, code) for path, _, _, code, _ in flake8_rows(proc)) == [
+        ("broken.py", "E999"), ("missing.py", "E902")]
+    # ignoring them by name is the user's choice; a selection without FWD is left alone
+    assert run_flake8(tmp_path, "--select", "FWD", "--extend-ignore", "E999", "broken.py").returncode == 0
+    assert run_flake8(tmp_path, "--select", "W", "broken.py").returncode == 0
+
+
 def test_flake8_reads_options_from_config() -> None:
     rows = flake8_rows(run_flake8(FIXTURES / "fwd001" / "configured", "--select", "FWD", "."))
     assert [(p, r) for p, r, *_ in rows] == [("model.py", 8)]

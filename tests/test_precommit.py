@@ -141,3 +141,42 @@ def test_pre_commit_check_and_fix_hooks(tmp_path: Path) -> None:
     _git(project, env, "add", "vae.py", "train.py")
     staged = _run(["git", "commit", "-m", "decode"], project, env, timeout=240)
     assert staged.returncode == 0, staged.stdout + staged.stderr
+
+
+INSTALLED_BASE = "from torch import nn\n\n\nclass Base(nn.Module):\n    pass\n"
+USES_INSTALLED = ("from extpkg.base import Base\n\n\nclass Model(Base):\n    def generate(self, x):\n"
+                  "        return self(x)\n")
+
+
+@pytest.mark.timeout(600)
+def test_pre_commit_hook_reads_the_projects_venv(tmp_path: Path) -> None:
+    """pre-commit runs the hook in its own environment (and sets $VIRTUAL_ENV to it); the base class
+    is installed only in the project's .venv. Both environments' bin/python link to the same base
+    interpreter, so only their files tell them apart."""
+    if shutil.which("git") is None:
+        pytest.skip("git is not installed")
+    env = _env(tmp_path)
+    hooks, rev = _hook_repo(tmp_path, env)
+    project = tmp_path / "project"
+    project.mkdir()
+    _git(project, env, "init", "-q")
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(project / ".venv")], check=True)
+    site = subprocess.run([str(project / ".venv" / "bin" / "python"), "-c",
+                           "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                          capture_output=True, text=True, check=True).stdout.strip()
+    (Path(site) / "extpkg").mkdir()
+    (Path(site) / "extpkg" / "__init__.py").write_text("")
+    (Path(site) / "extpkg" / "base.py").write_text(INSTALLED_BASE)
+    (project / ".gitignore").write_text(".venv/\n")
+    (project / ".pre-commit-config.yaml").write_text(
+        f"repos:\n- repo: {hooks.as_posix()}\n  rev: {rev}\n  hooks:\n  - id: fwdlint\n")
+    pre_commit = [sys.executable, "-m", "pre_commit"]
+    installed = _run([*pre_commit, "install-hooks"], project, env, timeout=480)
+    assert installed.returncode == 0, installed.stdout + installed.stderr
+    (project / "model.py").write_text(USES_INSTALLED)
+    _git(project, env, "add", "model.py", ".gitignore", ".pre-commit-config.yaml")
+    proc = _run([*pre_commit, "run"], project, env, timeout=240)
+    output = proc.stdout + proc.stderr
+    assert proc.returncode == 1, output
+    assert "model.py:5:9: FWD001 Model.generate runs the module's forward computation" in output
+    assert "fwdlint: environment: venv .venv (from the project root)" in output  # not the hook's own
