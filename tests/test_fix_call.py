@@ -32,8 +32,8 @@ def test_call_style_pair(tmp_path: Path) -> None:
     assert proc.stderr.splitlines() == [
         "model.py:11:9: FWD001 not fixed: the class of `other` set up at train.py:18 cannot be resolved; "
         "register the method there by hand",
-        "model.py:14:9: FWD001 not fixed: no set-up of its class (fabric.setup, fully_shard, DDP, FSDP) is "
-        "followed by a call of it; use --fix-style decorator",
+        "model.py:14:9: FWD001 not fixed: no set-up of its class that routes registrations (fabric.setup, "
+        "fully_shard, DDP, FSDP; not DataParallel) is followed by a call of it; use --fix-style decorator",
         "fwdlint: fixed 2 finding(s) in 1 file(s), 2 not fixed",
     ]
     # idempotent, and the analyzer agrees: only the two unfixable findings remain
@@ -188,3 +188,94 @@ def test_fwd002_calls_are_fixed_by_registering_after_each_set_up(tmp_path: Path)
     ]
     assert run_cli(work, ".").returncode == 0
     assert run_cli(work, "--fix", ".").stderr == ""  # a second pass changes nothing
+
+
+NET = ("import torch\nfrom torch import nn\n\n\nclass Net(nn.Module):\n    def __init__(self):\n"
+       "        super().__init__()\n        self.fc = nn.Linear(4, 4)\n\n    def forward(self, x):\n"
+       "        return self.fc(x)\n\n    def generate(self, x):\n        return self(x)\n\n"
+       "    def sample(self, x):\n        return self(x)\n")
+DDP_SCRIPT = ("import torch\nfrom torch.nn.parallel import DistributedDataParallel as DDP\n\nfrom model import Net\n\n\n"
+              "def main():\n    ddp = DDP(Net())\n    return ddp.module.generate(torch.ones(1, 4))\n")
+FABRIC_SCRIPT = ("from lightning.fabric import Fabric\n\nfrom model import Net\n\n\ndef main(x):\n"
+                 "    fabric = Fabric()\n    model = fabric.setup(Net())\n    return model.generate(x)\n")
+
+
+def _project(tmp_path: Path, script: str) -> Path:
+    (tmp_path / "pyproject.toml").write_text("")
+    (tmp_path / "model.py").write_text(NET)
+    (tmp_path / "train.py").write_text(script)
+    return tmp_path
+
+
+def test_the_script_alone_registers_what_the_class_in_another_file_needs(tmp_path: Path) -> None:
+    # Only the script is given (pre-commit with train.py staged): Net lives in model.py, which the
+    # project view reads. Net.generate is called after the set-up and gets its registration;
+    # Net.sample is never called, and belongs to a file not given: it is not reported at all.
+    work = _project(tmp_path, DDP_SCRIPT)
+    proc = run_cli(work, "--fix", "--fix-style", "call", "train.py")
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stderr == "fwdlint: fixed 1 finding(s) in 1 file(s), 0 not fixed\n"
+    assert (work / "train.py").read_text() == (
+        "import torch\nfrom runtime_shim import mark_forward_method\n"
+        "from torch.nn.parallel import DistributedDataParallel as DDP\n\nfrom model import Net\n\n\n"
+        'def main():\n    ddp = DDP(Net())\n    mark_forward_method(ddp, "generate")\n'
+        "    return ddp.module.generate(torch.ones(1, 4))\n")
+    assert (work / "model.py").read_text() == NET
+    # the analyzer agrees, and neither the script nor the whole project gets a second registration
+    assert "Net.generate" not in run_cli(work, ".").stdout
+    fixed = (work / "train.py").read_text()
+    assert run_cli(work, "--fix", "--fix-style", "call", "train.py").stderr == ""
+    run_cli(work, "--fix", "--fix-style", "call", ".")
+    assert (work / "train.py").read_text() == fixed
+
+
+def test_the_fabric_script_alone_gets_its_registration(tmp_path: Path) -> None:
+    work = _project(tmp_path, FABRIC_SCRIPT)
+    proc = run_cli(work, "--fix", "--fix-style", "call", "train.py")
+    assert proc.returncode == 0, proc.stderr
+    assert (work / "train.py").read_text() == FABRIC_SCRIPT.replace(
+        "    model = fabric.setup(Net())\n", '    model = fabric.setup(Net())\n    model.mark_forward_method("generate")\n')
+
+
+def test_the_script_and_the_whole_project_give_the_same_fix(tmp_path: Path) -> None:
+    (tmp_path / "alone").mkdir()
+    (tmp_path / "whole").mkdir()
+    alone, whole = _project(tmp_path / "alone", DDP_SCRIPT), _project(tmp_path / "whole", DDP_SCRIPT)
+    run_cli(alone, "--fix", "--fix-style", "call", "train.py")
+    proc = run_cli(whole, "--fix", "--fix-style", "call", ".")
+    # the whole project also reports Net.sample (model.py was given, and nothing calls it)
+    assert proc.returncode == 1 and "model.py:16:9: FWD001 not fixed" in proc.stderr
+    assert (alone / "train.py").read_text() == (whole / "train.py").read_text()
+    assert (whole / "train.py").read_text().count("mark_forward_method(ddp") == 1
+
+
+def test_an_ignored_finding_of_the_class_file_is_left_alone(tmp_path: Path) -> None:
+    # per-file-ignores silence FWD001 in model.py: the script alone must not fix it either (a guard
+    # for the change that lets the script alone fix model.py's findings: it passed before it)
+    work = _project(tmp_path, DDP_SCRIPT)
+    (work / "pyproject.toml").write_text('[tool.fwdlint]\nper-file-ignores = ["model.py:FWD001"]\n')
+    proc = run_cli(work, "--fix", "--fix-style", "call", "train.py")
+    assert proc.returncode == 0, proc.stderr
+    assert (work / "train.py").read_text() == DDP_SCRIPT
+
+
+DP_SCRIPT = ("import torch\nfrom torch import nn\n\nfrom model import Net\n\n\n"
+             "def main():\n    dp = nn.DataParallel(Net())\n    return dp.module.generate(torch.ones(1, 4))\n")
+
+
+def test_data_parallel_gets_no_registration_and_one_there_is_invalid(tmp_path: Path) -> None:
+    # runtime_shim cannot route through torch.nn.DataParallel: --fix inserts nothing after it and
+    # says why; a registration written there by hand is no mark (FWD001 stays) and FWD003 says why
+    work = _project(tmp_path, DP_SCRIPT)
+    proc = run_cli(work, "--fix", "--fix-style", "call", ".")
+    assert proc.returncode == 1 and (work / "train.py").read_text() == DP_SCRIPT
+    assert "model.py:13:9: FWD001 not fixed: no set-up of its class that routes registrations" in proc.stderr
+    assert "not DataParallel" in proc.stderr
+    (work / "train.py").write_text(DP_SCRIPT.replace(
+        "from model import Net\n", "from model import Net\nfrom runtime_shim import mark_forward_method\n").replace(
+        "    dp = nn.DataParallel(Net())\n", '    dp = nn.DataParallel(Net())\n    mark_forward_method(dp, "generate")\n'))
+    found = run_cli(work, ".").stdout.splitlines()
+    assert [line.split(" ")[:3] for line in found] == [["model.py:13:9:", "FWD001", "Net.generate"],
+                                                        ["model.py:16:9:", "FWD001", "Net.sample"],
+                                                        ["train.py:10:5:", "FWD003", "registering"]]
+    assert "registering 'generate' on a torch.nn.DataParallel fails" in found[2]

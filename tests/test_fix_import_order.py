@@ -227,7 +227,8 @@ def test_decorator_and_patch_forward_fixes_keep_files_isort_and_ruff_clean(tmp_p
     assert "from runtime_shim import guard, patch_forward\n" in after["patch_existing_shim"]
     assert "if TYPE_CHECKING:\n    from mypkg.config import Config\n" in after["type_checking"]
     assert "import os\n\nfrom runtime_shim import forward_entry\n\nfrom mypkg" in after["new_section_after_stdlib"]
-    assert after["patch_new_section"].startswith("from types import MethodType\n\nfrom runtime_shim import patch")
+    # the MethodType import the rewrite left unused is gone, with its section's blank line
+    assert after["patch_new_section"].startswith("from runtime_shim import patch_forward\n\n\ndef fast")
 
 
 def test_call_style_fixes_keep_files_isort_and_ruff_clean(tmp_path: Path) -> None:

@@ -145,3 +145,35 @@ def test_two_rules_in_one_file_are_both_fixed(style: str, tmp_path: Path) -> Non
     compile(text, "both.py", "exec")
     again = run_cli(tmp_path, "--fix", "--fix-style", style, "both.py")
     assert target.read_text() == text and "run --fix again" not in again.stderr
+
+
+KERNEL = "def fast(self, x):\n    return x\n\n\n"
+
+
+@pytest.mark.parametrize("before, after", [
+    # still used elsewhere: kept
+    ("import types\n\n\n" + KERNEL + "def patch(m):\n    m.forward = types.MethodType(fast, m)\n"
+     "    return types.SimpleNamespace(m=m)\n",
+     "import types\n\nfrom runtime_shim import patch_forward\n\n\n" + KERNEL
+     + "def patch(m):\n    patch_forward(m, fast)\n    return types.SimpleNamespace(m=m)\n"),
+    # in the middle of its section, under a comment: only its line goes
+    ("# standard library\nimport os\nimport types\nimport sys\n\nimport torch\n\n\n" + KERNEL
+     + "def patch(m):\n    m.forward = types.MethodType(fast, m)\n    return os, sys, torch\n",
+     "# standard library\nimport os\nimport sys\n\nimport torch\nfrom runtime_shim import patch_forward\n\n\n" + KERNEL
+     + "def patch(m):\n    patch_forward(m, fast)\n    return os, sys, torch\n"),
+    # an alias of MethodType, alone in its section: the section's blank line goes too
+    ("from types import MethodType as bind\n\nimport torch\n\n\n" + KERNEL
+     + "def patch(m):\n    m.forward = bind(fast, m)\n    return torch\n",
+     "import torch\nfrom runtime_shim import patch_forward\n\n\n" + KERNEL
+     + "def patch(m):\n    patch_forward(m, fast)\n    return torch\n"),
+    # the name is only mentioned in a string: pyflakes does not count it, neither do we
+    ('import types\n\n\n' + KERNEL + 'def patch(m):\n    m.forward = types.MethodType(fast, m)\n    return "types"\n',
+     "from runtime_shim import patch_forward\n\n\n" + KERNEL + 'def patch(m):\n    patch_forward(m, fast)\n'
+     '    return "types"\n'),
+])
+def test_the_import_left_unused_goes_and_one_still_used_stays(before: str, after: str, tmp_path: Path) -> None:
+    (tmp_path / "pyproject.toml").write_text("")
+    (tmp_path / "patches.py").write_text(before)
+    proc = run_cli(tmp_path, "--fix", "patches.py")
+    assert proc.returncode == 0, proc.stderr
+    assert (tmp_path / "patches.py").read_text() == after

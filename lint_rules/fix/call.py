@@ -90,8 +90,9 @@ def fix(context: FixContext, diagnostics: Sequence[Diagnostic]) -> tuple[list[Fi
         elif name in unresolved:
             unfixed.append(Unfixed(d, unresolved[name]))
         else:
-            unfixed.append(Unfixed(d, "no set-up of its class (fabric.setup, fully_shard, DDP, FSDP) is followed "
-                                      "by a call of it; use --fix-style decorator"))
+            unfixed.append(Unfixed(d, "no set-up of its class that routes registrations (fabric.setup, fully_shard, "
+                                      "DDP, FSDP; not DataParallel) is followed by a call of it; "
+                                      "use --fix-style decorator"))
     return [f for f, _ in files], unfixed
 
 

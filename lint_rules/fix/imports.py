@@ -449,3 +449,106 @@ def ensure_import(module: cst.Module, source_module: str, name: str, before: int
     text = planned(module.code_for_node(statement).strip(), module.encoding)
     new_module, blanks = _insert(module, statement, source_module.partition(".")[0], before, separate_sections)
     return ImportEdit(new_module, local, inserted=text, blank_lines=blanks)
+
+
+# --- removing an import the fix left unused ---------------------------------------------------
+
+@dataclass
+class ImportRemoval:
+    """``remove_unused_import``'s result: the new module, the 1-based old lines it deletes (the
+    import, and the blank lines that set its section apart) and how many planned blank lines of
+    a just-inserted import are no longer inserted (the blank line now comes from the old file)."""
+
+    module: cst.Module
+    removed: list[int]
+    unplanned_blanks: int = 0
+
+
+class _Names(cst.CSTVisitor):
+    """Every identifier used outside import statements (an attribute's own name is not one)."""
+
+    def __init__(self) -> None:
+        self.names: set[str] = set()
+
+    def visit_Import(self, node: cst.Import) -> bool:
+        return False
+
+    def visit_ImportFrom(self, node: cst.ImportFrom) -> bool:
+        return False
+
+    def visit_Attribute(self, node: cst.Attribute) -> bool:
+        node.value.visit(self)
+        return False
+
+    def visit_Name(self, node: cst.Name) -> None:
+        self.names.add(node.value)
+
+
+def used_names(module: cst.Module) -> set[str]:
+    visitor = _Names()
+    module.visit(visitor)
+    return visitor.names
+
+
+def _binds(stmt: cst.CSTNode, source_module: str, name: str, local: str) -> bool:
+    """Is ``stmt`` exactly one import binding ``local`` to ``source_module`` (``name`` empty) or
+    to ``source_module.name``: ``import types``, ``import types as t``, ``from types import
+    MethodType [as M]``?"""
+    found = _imports(stmt)
+    if len(found) != 1 or len(stmt.body) != 1 or isinstance(found[0].names, cst.ImportStar):  # type: ignore[attr-defined]
+        return False
+    small = found[0]
+    if len(small.names) != 1:
+        return False
+    alias = small.names[0]
+    bound = alias.asname.name if alias.asname else alias.name
+    if not isinstance(bound, cst.Name) or bound.value != local:
+        return False
+    if isinstance(small, cst.Import):
+        return not name and dotted(alias.name) == source_module
+    return (bool(name) and not small.relative and small.module is not None
+            and dotted(small.module) == source_module and dotted(alias.name) == name)
+
+
+def remove_unused_import(module: cst.Module, original: cst.Module, own_lines: dict[cst.CSTNode, int],
+                         source_module: str, name: str, local: str, inserted: Optional[bytes] = None,
+                         inserted_blanks: int = 0) -> Optional[ImportRemoval]:
+    """Delete the module-level import that binds ``local`` (see ``_binds``) if ``module`` no longer
+    uses ``local``; ``None`` if it is used, absent, changed by the fix or the last statement.
+
+    ``own_lines`` gives the old line of each statement's code (leading lines excluded) by node:
+    ``module`` keeps untouched statements of ``original`` by identity (``inserted`` and
+    ``inserted_blanks``: the import line the fix just added and its planned blank lines), and the statement below
+    the import, which gets new leading lines, is entered under its new node (so a second call
+    finds it). When the import was its section's only line, the blank lines below it that set
+    that section apart go too, so isort's layout stays."""
+    if local in used_names(module):
+        return None
+    body = list(module.body)
+    index = next((i for i, stmt in enumerate(body) if _binds(stmt, source_module, name, local)), None)
+    if index is None or index + 1 == len(body) or body[index] not in own_lines:
+        return None
+    stmt, after = body[index], body[index + 1]
+    assert isinstance(stmt, cst.SimpleStatementLine)
+    own = own_lines[stmt]
+    code = original.code_for_node(stmt.with_changes(leading_lines=[]))
+    removed = list(range(own, own + len(split_lines(code)) - 1))
+    below = list(getattr(after, "leading_lines", ()))
+    alone = (below and all(line.comment is None for line in below)
+             and (index == 0 or not _is_import_line(body[index - 1]) or bool(stmt.leading_lines)))
+    known = after in own_lines
+    fresh = inserted is not None and not known and planned(
+        module.code_for_node(after.with_changes(leading_lines=[])).strip(), module.encoding) == inserted
+    unplanned = 0
+    if alone and known:
+        removed.extend(range(own_lines[after] - len(below), own_lines[after]))
+    elif alone and fresh:  # the import just inserted below it: its blank lines are planned or moved old ones
+        unplanned = min(len(below), inserted_blanks)
+        moved = len(below) - unplanned  # taken from the old statement after the import (``_insert``)
+        removed.extend(range(removed[-1] + 1, removed[-1] + 1 + moved))
+    leading = list(stmt.leading_lines) if alone and (known or fresh) else [*stmt.leading_lines, *below]
+    body[index + 1] = after.with_changes(leading_lines=leading)
+    if known:
+        own_lines[body[index + 1]] = own_lines[after]
+    del body[index]
+    return ImportRemoval(module.with_changes(body=body), removed, unplanned)

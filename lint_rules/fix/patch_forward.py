@@ -3,20 +3,23 @@
 Only the plain form is rewritten (the facts' ``simple`` flag: one statement alone on its line,
 ``f`` a plain name, the same object bound and patched). The statement keeps its indentation,
 comments and line ending; ``patch_forward`` is imported from ``runtime_shim`` with
-``imports.ensure_import``. Every other form is reported as not fixed, with the reason.
+``imports.ensure_import``. The ``import types`` (or ``from types import MethodType``) that the
+rewrite leaves unused goes too (flake8's F401 otherwise), with the blank line that set its
+section apart; it stays while anything else in the module uses the name. Every other form is
+reported as not fixed, with the reason.
 """
 
 from __future__ import annotations
 
 import functools
 from itertools import groupby
-from typing import Sequence
+from typing import Optional, Sequence
 
 import libcst as cst
 
 from lint_rules import contract
 from lint_rules.diagnostics import Diagnostic
-from lint_rules.fix.imports import ensure_import, expression
+from lint_rules.fix.imports import ensure_import, expression, remove_unused_import
 from lint_rules.fix.locate import parse_for_edit, simple_statements_by_line
 from lint_rules.fix.result import FileFix, FixContext, Unfixed, line_suppresses, map_tasks
 from lint_rules.fix.verify import Plan, checked, fix_file, planned
@@ -56,8 +59,9 @@ def fix_source(path: str, old: bytes, diagnostics: Sequence[Diagnostic]) -> File
     module, tail = parse_for_edit(old)
     code = decode(old)
     lines = split_lines(code)
+    statements = simple_statements_by_line(module)
     by_line = {line + len(getattr(entry[0], "leading_lines", ())): entry  # the statement's own line
-               for line, entry in simple_statements_by_line(module).items()}
+               for line, entry in statements.items()}
     chosen: dict[cst.SimpleStatementLine, tuple[cst.Assign, int, int]] = {}
     ancestors: set[cst.CSTNode] = set()
     for diagnostic in diagnostics:
@@ -82,7 +86,28 @@ def fix_source(path: str, old: bytes, diagnostics: Sequence[Diagnostic]) -> File
     replaced = {line: planned(cst.Module([]).code_for_node(node.with_changes(body=[targets[node]], leading_lines=[]))
                         .strip(), module.encoding) for node, (_, _, line) in chosen.items()}
     plan = Plan(inserted=edit.lines, extended=edit.extended, replaced=replaced)
+    own_lines = {node: line + len(node.leading_lines) for line, (node, path, _) in statements.items()
+                 if not path and isinstance(node, cst.SimpleStatementLine)}
+    for binding in sorted({_method_type_binding(assign) for assign, _, _ in chosen.values()} - {None}):
+        removal = remove_unused_import(new_module, module, own_lines, "types", *binding, inserted=edit.inserted,
+                                       inserted_blanks=edit.blank_lines)
+        if removal is not None:
+            new_module = removal.module
+            plan.removed = plan.removed | set(removal.removed)
+            for _ in range(removal.unplanned_blanks):
+                plan.inserted.remove(b"")
     return checked(result, new_module.bytes + tail, plan)
+
+
+def _method_type_binding(assign: cst.Assign) -> Optional[tuple[str, str]]:
+    """The import the rewritten ``MethodType`` came through, as (name imported from ``types``,
+    local name): ``types.MethodType`` -> ("", "types"), ``MT`` -> ("MethodType", "MT")."""
+    func = assign.value.func if isinstance(assign.value, cst.Call) else None
+    if isinstance(func, cst.Name):
+        return ("MethodType", func.value)
+    if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name):
+        return ("", func.value.value)
+    return None
 
 
 def fix(context: FixContext, diagnostics: Sequence[Diagnostic]) -> tuple[list[FileFix], list[Unfixed]]:

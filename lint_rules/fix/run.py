@@ -8,19 +8,23 @@ parsed again, and a file whose fix is refused is left untouched and reported.
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
 import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterable
+from typing import Iterable, Sequence
 
 from lint_rules.diagnostics import Diagnostic, FileError
-from lint_rules.engine import Run, analyse
+from lint_rules.engine import Result, Run, Session, analyse
 from lint_rules.fix.atomic import ChangedOnDisk, atomic_write
+from lint_rules.facts.model import FileFacts
 from lint_rules.fix.result import FileFix, FixContext, Unfixed
+from lint_rules.project import ClassRef, ProjectIndex
 from lint_rules.report import below, shown
-from lint_rules.rules import RULES
+from lint_rules.rules import RULES, selected_codes
+from lint_rules.rules import fwd001_unmarked_entry as fwd001
 
 _LINE_BYTES = re.compile(rb"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+$")  # Python's line ends only (not \f, \u2028)
 STYLES: tuple[str, ...] = tuple(dict.fromkeys(style for rule in RULES for style in rule.FIXERS))
@@ -49,8 +53,9 @@ def plan(paths: Iterable[str], run: Run = Run(), style: str = "decorator") -> Fi
     analysis = analyse(paths, run)
     result = FixRun(errors=list(analysis.errors))
     context = FixContext(paths, analysis, run.jobs)
+    related = set(_set_up_findings(analysis, paths, run)) if style == "call" else set()
     for rule in RULES:
-        found = [d for d in analysis.diagnostics if d.code == rule.CODE]
+        found = [d for d in [*analysis.diagnostics, *sorted(related)] if d.code == rule.CODE]
         if not found:
             continue
         fixer = rule.FIXERS.get(style)
@@ -65,9 +70,41 @@ def plan(paths: Iterable[str], run: Run = Run(), style: str = "decorator") -> Fi
         result.unfixed.extend(file.unfixed)
         if file.error is not None:
             result.errors.append(FileError(file.path, file.error))
+    # a finding of a file the run was not given is reported only if a given file fixes it
+    result.unfixed = [u for u in result.unfixed if u.diagnostic not in related]
     result.unfixed.sort(key=lambda u: u.diagnostic)
     result.errors.sort()
     return result
+
+
+def _set_up_findings(analysis: Result, paths: Sequence[str], run: Run) -> list[Diagnostic]:
+    """FWD001 findings in project files the run was not given, on the classes (their bases and
+    subclasses) that the given files set up and call methods on: ``--fix-style call train.py``
+    registers the methods of ``model.py``'s class after ``ddp = DDP(Net())`` in ``train.py``, as
+    ``fwdlint --fix --fix-style call .`` does. The engine checks those files (noqa and per-file
+    ignores apply); which classes are set up comes from the facts and the project view."""
+    if fwd001.CODE not in selected_codes(run.select, run.ignore):
+        return []
+    given = set(paths)
+    related: dict[str, tuple[ProjectIndex, FileFacts]] = {}
+    for path in paths:
+        view = analysis.view_for(path)
+        if view is None:
+            continue
+        for ref in _set_up_classes(view, view.files[path]):
+            for item in [*view.mro(ref), *view.subclasses(ref)]:
+                if item.file.path not in given and item.file.path in view.files:
+                    related[item.file.path] = (view, item.file)
+    if not related:
+        return []
+    session = Session(dataclasses.replace(run, cache=False))
+    return [d for view, facts in related.values() for d in session.check(view, facts) if d.code == fwd001.CODE]
+
+
+def _set_up_classes(view: ProjectIndex, facts: FileFacts) -> list[ClassRef]:
+    """The classes of the models a file sets up and then calls methods on."""
+    found = (view.find_constructed(site.cls, facts) for site in facts.wrap_sites if site.cls and site.called)
+    return [ref for ref in found if ref is not None]
 
 
 #: Why a finding waits: two rules' fixes of one file are computed from the same old text, so only

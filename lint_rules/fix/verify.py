@@ -5,8 +5,9 @@ A codemod that reformats a line, drops a BOM or normalises CRLF would turn a one
 a noisy diff (or a broken file). Rather than trusting LibCST's round trip, every result is
 compared with the original bytes line by line: only whole new lines whose text we planned may
 appear, the one existing statement we may extend (an existing ``from X import ...`` that
-gets one more name) may change, and a statement planned to be rewritten in place (FWD301's
-``m.forward = MethodType(f, m)`` -> ``patch_forward(m, f)``) may become exactly its planned text.
+gets one more name) may change, a statement planned to be rewritten in place (FWD301's
+``m.forward = MethodType(f, m)`` -> ``patch_forward(m, f)``) may become exactly its planned text,
+and lines planned to go (the ``import types`` that rewrite left unused) may be deleted.
 Anything else refuses the fix.
 """
 
@@ -39,6 +40,8 @@ class Plan:
     extended: Optional[tuple[int, int]] = None
     # 1-based old line -> the stripped text that replaces it (a statement rewritten in place)
     replaced: dict[int, bytes] = field(default_factory=dict)
+    # 1-based old lines deleted (an import the fix left unused, and its section's blank line)
+    removed: frozenset[int] = frozenset()
 
 
 def planned(text: str, encoding: str) -> bytes:
@@ -73,7 +76,11 @@ def verify(old: bytes, new: bytes, plan: Plan, path: str) -> None:
             continue
         if tag == "replace" and span is not None and span[0] - 1 <= i1 and i2 <= span[1]:
             continue
-        if tag in ("replace", "delete") and all(line in plan.replaced for line in range(i1 + 1, i2 + 1)):
+        if tag == "replace" and span is not None and i1 < span[1] and span[0] <= i2 and all(
+                span[0] <= line <= span[1] or line in plan.removed for line in range(i1 + 1, i2 + 1)):
+            continue  # the extended import next to a removed one (difflib joins them into one change)
+        if tag in ("replace", "delete") and all(line in plan.replaced or line in plan.removed
+                                                for line in range(i1 + 1, i2 + 1)):
             got.extend(line.strip() for line in new_lines[j1:j2])
             continue
         raise FixRefused(f"the fix would change existing line {i1 + 1}")
