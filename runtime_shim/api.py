@@ -116,11 +116,9 @@ def unguard(wrapper: W) -> W:
 
 
 def _target_module(obj: Any) -> nn.Module:
-    if is_fabric_module(obj):
-        return obj._original_module
-    found = identify(obj)
-    if found is not None:
-        return found[2]
+    root = root_of(obj)
+    if root is not None:
+        return root
     if isinstance(obj, nn.Module):
         return obj
     raise TypeError(

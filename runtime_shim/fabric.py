@@ -31,6 +31,7 @@ from lint_rules.contract import GUARD_KEY
 
 _PATCHED = "_fwd_shim_class_patch"
 _restore: list[tuple[type, str, Any]] = []  # (class, attribute, what its __dict__ held before)
+_MISSING = object()
 
 
 def _guarded_record(module: Any) -> Any:
@@ -100,9 +101,6 @@ def _patch_class(cls: type) -> None:
     for attr, value in (("forward", _forwards.opaque(forward)), ("__getattr__", __getattr__), (_PATCHED, True)):
         _restore.append((cls, attr, cls.__dict__.get(attr, _MISSING)))
         setattr(cls, attr, value)
-
-
-_MISSING = object()
 
 
 def restore_classes() -> None:
