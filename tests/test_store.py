@@ -29,6 +29,12 @@ def project(tmp_path: Path) -> Path:
     return tmp_path
 
 
+def _db(directory: Path) -> Path:
+    """The one facts database of this fwdlint's schema in a cache directory."""
+    (path,) = [p for p in directory.glob("facts-*.sqlite")]
+    return path
+
+
 def _symbols(result) -> list[str]:
     return [d.symbol for d in result.diagnostics]
 
@@ -47,7 +53,7 @@ def test_second_run_parses_nothing_and_an_edit_parses_one_file(project: Path) ->
 
 def test_cache_holds_json_only(project: Path) -> None:
     analyse([str(project / "model.py")], Run())
-    db = sqlite3.connect(project / ".fwdlint_cache" / "facts.sqlite")
+    db = sqlite3.connect(_db(project / ".fwdlint_cache"))
     values = [value for (value,) in db.execute("SELECT value FROM facts")]
     assert values and all(isinstance(json.loads(v), list) for v in values)
 
@@ -56,7 +62,7 @@ def test_cache_holds_json_only(project: Path) -> None:
 def test_damaged_cache_is_rebuilt(project: Path, damage: str) -> None:
     paths = [str(project / "model.py"), str(project / "train.py")]
     expected = _symbols(analyse(paths, Run()))
-    db_path = project / ".fwdlint_cache" / "facts.sqlite"
+    db_path = _db(project / ".fwdlint_cache")
     for suffix in ("-wal", "-shm"):
         Path(str(db_path) + suffix).unlink(missing_ok=True)
     if damage == "garbage":
@@ -92,7 +98,7 @@ def test_no_cache_and_cache_dir_options(project: Path) -> None:
     assert run_cli(project, "--no-cache", "model.py").returncode == 1
     assert not (project / ".fwdlint_cache").exists()
     assert run_cli(project, "--cache-dir", "elsewhere", "model.py").returncode == 1
-    assert (project / "elsewhere" / "facts.sqlite").is_file() and not (project / ".fwdlint_cache").exists()
+    assert _db(project / "elsewhere").is_file() and not (project / ".fwdlint_cache").exists()
 
 
 def test_concurrent_runs_share_the_cache_safely(project: Path) -> None:
@@ -106,7 +112,7 @@ def test_concurrent_runs_share_the_cache_safely(project: Path) -> None:
     outputs = [proc.communicate(timeout=300) for proc in procs]
     counts = {len(json.loads(out)["diagnostics"]) for out, _ in outputs}
     assert counts == {81} and all(err == "" for _, err in outputs)  # only GPT.generate is registered
-    db = sqlite3.connect(project / ".fwdlint_cache" / "facts.sqlite")
+    db = sqlite3.connect(_db(project / ".fwdlint_cache"))
     assert db.execute("PRAGMA integrity_check").fetchone() == ("ok",)
     assert analyse([str(project / "model.py")], Run()).files_parsed == 0
 
