@@ -21,3 +21,12 @@ class FileError:
 
     path: str
     message: str
+
+
+def shown(path: str) -> str:
+    """A path as one line of text: control characters (a newline in a file name) escaped; bytes
+    the terminal cannot encode are escaped by the streams (``cli`` sets ``backslashreplace``)."""
+    if path.isprintable():
+        return path
+    return "".join(c if c.isprintable() else c.encode("unicode_escape", "backslashreplace").decode("ascii")
+                   for c in path)

@@ -22,7 +22,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable, Optional, Sequence, Union
 
-from lint_rules.diagnostics import Diagnostic, FileError
+from lint_rules.diagnostics import Diagnostic, FileError, shown
 from lint_rules.engine import Result
 from lint_rules.fix.atomic import atomic_write
 from lint_rules.rule_docs import name_of
@@ -33,15 +33,6 @@ if TYPE_CHECKING:
 
 JSON_VERSION = 1
 FORMATS = ("text", "json", "github", "sarif")
-
-
-def shown(path: str) -> str:
-    """A path as one line of text: control characters (a newline in a file name) escaped; bytes
-    the terminal cannot encode are escaped by the streams (``cli`` sets ``backslashreplace``)."""
-    if path.isprintable():
-        return path
-    return "".join(c if c.isprintable() else c.encode("unicode_escape", "backslashreplace").decode("ascii")
-                   for c in path)
 
 
 def below(path: str, cwd: Optional[str] = None) -> Optional[str]:

@@ -12,7 +12,11 @@ Refused, with the reason, leaving the file untouched:
   replacement would belong to whoever ran the fix);
 * a file with more than one hard link: the rename would give this path a new inode and leave the
   other links with the old text, and writing in place instead would not be atomic. Fix a copy, or
-  break the link (``cp f tmp && mv tmp f``) first.
+  break the link (``cp f tmp && mv tmp f``) first;
+* a path that leads, through a symlink (the file's or a directory's), outside its project
+  (``OutsideProject``): a planted ``m.py -> ~/.bashrc`` must not turn ``--fix`` or
+  ``--output-file`` into a write anywhere. A symlink to a file inside the project is followed:
+  the target is rewritten in place and the link stays a link (it is never replaced by a file).
 """
 
 from __future__ import annotations
@@ -22,19 +26,53 @@ import stat
 import tempfile
 from pathlib import Path
 
+from lint_rules.diagnostics import shown
+from lint_rules.layout import is_project_root
+
 
 class ChangedOnDisk(Exception):
     """The file no longer holds the bytes the fix was computed from."""
 
 
-def atomic_write(path: str, data: bytes, expected_old: bytes | None = None) -> None:
+class OutsideProject(OSError):
+    """The path leads through a symlink to a file outside its project."""
+
+
+def lexical_root(path: str) -> Path:
+    """The nearest directory above ``path``, as named (symlinks not resolved: a linked directory
+    is not a way out), that holds a project marker; else the file's own directory."""
+    directory = Path(os.path.normpath(os.path.abspath(path))).parent
+    for candidate in (directory, *directory.parents):
+        if is_project_root(candidate):
+            return candidate
+    return directory
+
+
+def _check_inside(path: str, target: str, root: Path | None) -> None:
+    """Refuse (``OutsideProject``) a ``target`` reached through a symlink that lies outside the project."""
+    if target == os.path.normpath(os.path.abspath(path)):
+        return  # no symlink on the way: the path named is the file written, wherever it is
+    base = os.path.realpath(root if root is not None else lexical_root(path))
+    try:
+        inside = os.path.commonpath([base, target]) == base
+    except ValueError:  # another drive (Windows)
+        inside = False
+    if not inside:
+        raise OutsideProject(f"{shown(path)} leads through a symlink to {shown(target)}, outside the "
+                             f"project {shown(base)}: refusing to write there")
+
+
+def atomic_write(path: str, data: bytes, expected_old: bytes | None = None, root: Path | None = None) -> None:
     """Replace ``path``'s content by ``data`` atomically, keeping its permission bits (or create it).
 
     With ``expected_old``, refuse (``ChangedOnDisk``) if the file changed since it was read:
     a fix computed from stale bytes would overwrite someone's edit. A symlink is followed, so
-    the link stays a link and its target gets the new content.
+    the link stays a link and its target gets the new content, if that lies inside ``root``
+    (default: ``lexical_root``); else ``OutsideProject``.
     """
-    target = Path(os.path.realpath(path))
+    resolved = os.path.realpath(path)
+    _check_inside(path, resolved, root)
+    target = Path(resolved)
     if expected_old is not None and target.read_bytes() != expected_old:
         raise ChangedOnDisk(f"{path} changed while it was being fixed")
     try:

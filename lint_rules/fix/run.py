@@ -26,7 +26,11 @@ from lint_rules.report import below, shown
 from lint_rules.rules import RULES, selected_codes
 from lint_rules.rules import fwd001_unmarked_entry as fwd001
 
-_LINE_BYTES = re.compile(rb"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+$")  # Python's line ends only (not \f, \u2028)
+# a diff's lines end at LF only, as git and patch read them: a CR (CRLF, or a lone-CR file, which is
+# then one line) stays part of its line, else the context would not match what they read
+_DIFF_LINES = re.compile(rb"[^\n]*\n|[^\n]+$")
+_C_ESCAPES = {0x07: b"\\a", 0x08: b"\\b", 0x09: b"\\t", 0x0A: b"\\n", 0x0B: b"\\v", 0x0C: b"\\f",
+              0x0D: b"\\r", 0x22: b'\\"', 0x5C: b"\\\\"}
 STYLES: tuple[str, ...] = tuple(dict.fromkeys(style for rule in RULES for style in rule.FIXERS))
 
 
@@ -136,7 +140,7 @@ def fix_in_passes(paths: Iterable[str], run: Run = Run(), style: str = "decorato
     total = FixRun()
     for _ in range(passes):
         current = plan(paths, run, style)
-        write(current)
+        write(current, root=run.project_root)
         total.files.extend(current.changed)
         total.errors = sorted({*total.errors, *current.errors})
         total.unfixed = current.unfixed
@@ -145,12 +149,13 @@ def fix_in_passes(paths: Iterable[str], run: Run = Run(), style: str = "decorato
     return total
 
 
-def write(run: FixRun) -> None:
-    """Write every changed file atomically; a file that cannot be written becomes an error and
-    its findings unfixed."""
+def write(run: FixRun, root: Path | None = None) -> None:
+    """Write every changed file atomically; a file that cannot be written (one that leads through
+    a symlink outside ``root``, ``--project-root``, or else its own project: ``atomic``) becomes an
+    error and its findings unfixed."""
     for file in run.changed:
         try:
-            atomic_write(file.path, file.new, expected_old=file.old)
+            atomic_write(file.path, file.new, expected_old=file.old, root=root)
         except (OSError, ChangedOnDisk) as error:
             file.error = f"not written: {error}"
             run.errors.append(FileError(file.path, file.error))
@@ -190,12 +195,24 @@ def unified_diff(file: FileFix) -> bytes:
     Made of the files' own bytes: re-encoding the lines (a latin-1 file, a UTF-8 BOM on line 1)
     would give context lines that no longer match the file, and the patch would not apply."""
     name = diff_name(file.path).encode("utf-8", "surrogateescape")
-    old = _LINE_BYTES.findall(file.old)
-    new = _LINE_BYTES.findall(file.new)
+    old = _DIFF_LINES.findall(file.old)
+    new = _DIFF_LINES.findall(file.new)
     lines = []
-    for line in difflib.diff_bytes(difflib.unified_diff, old, new, b"a/" + name, b"b/" + name):
-        lines.append(line if line.endswith((b"\n", b"\r")) else line + b"\n\\ No newline at end of file\n")
+    for line in difflib.diff_bytes(difflib.unified_diff, old, new, header_name(b"a/" + name),
+                                   header_name(b"b/" + name)):
+        lines.append(line if line.endswith(b"\n") else line + b"\n\\ No newline at end of file\n")
     return b"".join(lines)
+
+
+def header_name(name: bytes) -> bytes:
+    """A ``---`` / ``+++`` name as git writes it: C-quoted (``"a/x\\ty.py"``) if it holds a control
+    character, ``"`` or ``\\``, which git apply and GNU patch unquote; else as is, with a tab after a
+    name holding a space (GNU patch ends an unquoted name at a tab, and otherwise guesses)."""
+    if not any(byte < 0x20 or byte in (0x22, 0x5C, 0x7F) for byte in name):
+        return name + b"\t" if b" " in name else name
+    quoted = (_C_ESCAPES.get(byte) or (b"\\%03o" % byte if byte < 0x20 or byte == 0x7F else bytes([byte]))
+              for byte in name)
+    return b'"' + b"".join(quoted) + b'"'
 
 
 def report_lines(run: FixRun) -> list[str]:
