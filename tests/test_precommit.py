@@ -68,20 +68,34 @@ def _hook_repo(tmp: Path, env: dict[str, str]) -> tuple[Path, str]:
     return repo, _git(repo, env, "rev-parse", "HEAD")
 
 
-@pytest.mark.timeout(600)
-def test_pre_commit_check_and_fix_hooks(tmp_path: Path) -> None:
+def _git_project(tmp_path: Path) -> tuple[dict[str, str], Path]:
+    """pre-commit's environment and an empty git repository ``project`` under ``tmp_path``."""
     if shutil.which("git") is None:
         pytest.skip("git is not installed")
     env = _env(tmp_path)
-    hooks, rev = _hook_repo(tmp_path, env)
     project = tmp_path / "project"
     project.mkdir()
     _git(project, env, "init", "-q")
-    (project / ".pre-commit-config.yaml").write_text(
-        f"repos:\n- repo: {hooks.as_posix()}\n  rev: {rev}\n  hooks:\n  - id: fwdlint\n  - id: fwdlint-fix\n")
+    return env, project
+
+
+def _install_hooks(tmp_path: Path, env: dict[str, str], project: Path, *ids: str) -> list[str]:
+    """Configure this repository's hooks ``ids`` in ``project`` and install their environment;
+    returns the pre-commit command."""
+    hooks, rev = _hook_repo(tmp_path, env)
+    listed = "".join(f"  - id: {hook}\n" for hook in ids)
+    config = f"repos:\n- repo: {hooks.as_posix()}\n  rev: {rev}\n  hooks:\n{listed}"
+    (project / ".pre-commit-config.yaml").write_text(config)
     pre_commit = [sys.executable, "-m", "pre_commit"]
     installed = _run([*pre_commit, "install-hooks"], project, env, timeout=480)
     assert installed.returncode == 0, installed.stdout + installed.stderr
+    return pre_commit
+
+
+@pytest.mark.timeout(600)
+def test_pre_commit_check_and_fix_hooks(tmp_path: Path) -> None:
+    env, project = _git_project(tmp_path)
+    pre_commit = _install_hooks(tmp_path, env, project, "fwdlint", "fwdlint-fix")
     install = _run([*pre_commit, "install"], project, env)
     assert install.returncode == 0, install.stdout + install.stderr
     # the hook environment must not have torch
@@ -153,13 +167,7 @@ def test_pre_commit_hook_reads_the_projects_venv(tmp_path: Path) -> None:
     """pre-commit runs the hook in its own environment (and sets $VIRTUAL_ENV to it); the base class
     is installed only in the project's .venv. Both environments' bin/python link to the same base
     interpreter, so only their files tell them apart."""
-    if shutil.which("git") is None:
-        pytest.skip("git is not installed")
-    env = _env(tmp_path)
-    hooks, rev = _hook_repo(tmp_path, env)
-    project = tmp_path / "project"
-    project.mkdir()
-    _git(project, env, "init", "-q")
+    env, project = _git_project(tmp_path)
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(project / ".venv")], check=True)
     site = subprocess.run([str(project / ".venv" / "bin" / "python"), "-c",
                            "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
@@ -168,11 +176,7 @@ def test_pre_commit_hook_reads_the_projects_venv(tmp_path: Path) -> None:
     (Path(site) / "extpkg" / "__init__.py").write_text("")
     (Path(site) / "extpkg" / "base.py").write_text(INSTALLED_BASE)
     (project / ".gitignore").write_text(".venv/\n")
-    (project / ".pre-commit-config.yaml").write_text(
-        f"repos:\n- repo: {hooks.as_posix()}\n  rev: {rev}\n  hooks:\n  - id: fwdlint\n")
-    pre_commit = [sys.executable, "-m", "pre_commit"]
-    installed = _run([*pre_commit, "install-hooks"], project, env, timeout=480)
-    assert installed.returncode == 0, installed.stdout + installed.stderr
+    pre_commit = _install_hooks(tmp_path, env, project, "fwdlint")
     (project / "model.py").write_text(USES_INSTALLED)
     _git(project, env, "add", "model.py", ".gitignore", ".pre-commit-config.yaml")
     proc = _run([*pre_commit, "run"], project, env, timeout=240)
