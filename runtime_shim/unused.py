@@ -13,12 +13,12 @@ the output's autograd graph (what DDP does in C++ on every iteration with
 it notes their gradients, and a hook on the output queues, when backward reaches it, a check for
 the end of that backward: a parameter whose gradient is still the same (a loss of this output
 alone) raises ``UnusedParametersError`` out of ``backward()``, on every rank alike, naming the
-method and the parameters. (Zeroing gradients in place between the call and its backward hides
-the case: the check then passes, and DDP's own error follows at the next forward, with the note.) A loss that also covers the rest (another
-forward added in) passes; an output never backpropagated, or computed under ``torch.no_grad()``,
-costs nothing more. A method whose output reached every parameter is not walked again; if a later
-call leaves some unused (data-dependent control flow), DDP's own error at the next forward gets a
-note naming the last routed method (``reduction_note``).
+method and the parameters. A loss that also covers the rest (another forward added in) passes; an
+output never backpropagated, or computed under ``torch.no_grad()``, costs nothing more. (Zeroing
+gradients in place between the call and its backward hides the case: the check then passes, and
+DDP's own error follows at the next forward, with the note.) A method whose output reached every
+parameter is not walked again; if a later call leaves some unused (data-dependent control flow),
+DDP's own error at the next forward gets a note naming the last routed method (``reduction_note``).
 """
 
 from __future__ import annotations

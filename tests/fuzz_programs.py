@@ -1077,11 +1077,12 @@ def changes_allowed(old: bytes, new: bytes, fixed_methods: Sequence[str]) -> Opt
             olds, news = olds[:-1], news[1:]
             if not olds and not news:
                 continue
-        if tag != "insert" and any(_UNUSED_TYPES_IMPORT.match(l.strip()) for l in olds):
+        if tag != "insert" and any(_UNUSED_TYPES_IMPORT.match(line.strip()) for line in olds):
             # FWD301's rewrite drops the `types` import it left unused, with its section's blank line
             # (tests/test_fix_call_flake8.py checks it was unused); what replaces it is an insertion,
             # or the import extended next to it (checked as a whole by _imports_extended)
-            kept = [i1 + k + 1 for k, l in enumerate(olds) if l.strip() and not _UNUSED_TYPES_IMPORT.match(l.strip())]
+            kept = [i1 + k + 1 for k, line in enumerate(olds)
+                    if line.strip() and not _UNUSED_TYPES_IMPORT.match(line.strip())]
             if kept and all(any(a <= line <= b for a, b in import_spans) for line in kept):
                 continue
             if not kept:
@@ -1142,10 +1143,11 @@ def _imports_extended(old: bytes, new: bytes) -> Optional[str]:
     dropped = [entry for entry in olds if entry[0] == "types" and all(n == "MethodType" for n, _ in entry[1])
                and entry not in news]
     if dropped:
-        used = re.compile(rb"(?<![.\w])(%s)\b" % b"|".join(re.escape((alias or name).encode())
-                                                      for _, names in dropped for name, alias in names))
-        if not used.search(b"\n".join(l for l in new.splitlines() if not l.lstrip().startswith(
-                (b"from types", b"import types")))):
+        names = b"|".join(re.escape((alias or name).encode()) for _, imported in dropped for name, alias in imported)
+        used = re.compile(rb"(?<![.\w])(%s)\b" % names)
+        rest = b"\n".join(line for line in new.splitlines()
+                          if not line.lstrip().startswith((b"from types", b"import types")))
+        if not used.search(rest):
             olds = [entry for entry in olds if entry not in dropped]
     i = 0
     for module, names in news:
