@@ -127,9 +127,10 @@ def wrapper_forward(self: Any, *args: Any, **kwargs: Any) -> Any:
     except RuntimeError as exc:
         last = getattr(record, "last_routed", None)
         if last is not None and hasattr(exc, "add_note") and "Expected to have finished reduction" in str(exc):
+            from runtime_shim.detect import user_class_name
             from runtime_shim.unused import reduction_note
 
-            exc.add_note(reduction_note(*last))
+            exc.add_note(reduction_note(user_class_name(last[0]), last[1]))
         raise
 
 

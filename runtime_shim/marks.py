@@ -20,26 +20,25 @@ from lint_rules.contract import (
 F = TypeVar("F", bound=Callable[..., Any])
 
 
-def is_generator_function(fn: object) -> bool:
-    """True for generator functions, also behind ``functools.wraps`` layers (``@torch.no_grad()``)."""
+def _any_layer(fn: object, test: Callable[[object], bool]) -> bool:
+    """``test`` holds for ``fn`` or a function it wraps (``functools.wraps`` layers, at most 20)."""
     seen = 0
     while fn is not None and seen < 20:
-        if inspect.isgeneratorfunction(fn) or inspect.isasyncgenfunction(fn):
+        if test(fn):
             return True
         fn = getattr(fn, "__wrapped__", None)
         seen += 1
     return False
+
+
+def is_generator_function(fn: object) -> bool:
+    """True for generator functions, also behind ``functools.wraps`` layers (``@torch.no_grad()``)."""
+    return _any_layer(fn, lambda f: inspect.isgeneratorfunction(f) or inspect.isasyncgenfunction(f))
 
 
 def is_coroutine_function(fn: object) -> bool:
     """True for ``async def`` functions, also behind ``functools.wraps`` layers."""
-    seen = 0
-    while fn is not None and seen < 20:
-        if inspect.iscoroutinefunction(fn):
-            return True
-        fn = getattr(fn, "__wrapped__", None)
-        seen += 1
-    return False
+    return _any_layer(fn, inspect.iscoroutinefunction)
 
 
 def forward_entry(fn: F) -> F:

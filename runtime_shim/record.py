@@ -119,7 +119,7 @@ class GuardRecord:
         self.warned: set[tuple[str, str]] = set()
         self.meta_hook: Optional[Any] = None  # FSDP2 only; removed by unguard
         self.all_used: set[str] = set()  # DDP: routed methods whose output reached every parameter
-        self.last_routed: Optional[tuple[str, str]] = None  # (class, method), for DDP's own errors
+        self.last_routed: Optional[tuple[nn.Module, str]] = None  # (owner, method), for DDP's own errors
 
     # -- copying / pickling a guarded module must not carry the guard along ------------------
     def __deepcopy__(self, memo: dict[int, Any]) -> None:
@@ -229,7 +229,7 @@ class GuardRecord:
         portal = self.portal_of.get(id(owner), self.root)
         entry = self.entry if portal is self.root else portal
         pending = (portal, func, owner)
-        self.last_routed = (user_class_name(owner), name)
+        self.last_routed = (owner, name)  # named only if DDP raises: no MRO walk per call
         previous = STATE.redirect
         STATE.redirect = pending
         try:
