@@ -14,10 +14,10 @@ from pathlib import Path
 from typing import Iterable, Optional, Sequence
 
 from lint_rules import environment
-from lint_rules.diagnostics import Diagnostic, FileError
+from lint_rules.diagnostics import Diagnostic, FileError, shown
 from lint_rules.discover import matches, normalize_pattern
 from lint_rules.facts.model import FileFacts
-from lint_rules.layout import find_root, module_name_for, project_files
+from lint_rules.layout import VIEW_LIMIT, find_root, module_name_for, view_files
 from lint_rules.noqa import is_suppressed
 from lint_rules.project import Config, ProjectIndex
 from lint_rules.rules import selected, selected_codes
@@ -72,11 +72,11 @@ class Session:
         if run.cache:
             root = run.project_root or (find_root(Path(first_path)) if first_path else None)
             cache_dir = run.cache_dir or (default_cache_dir(root) if root is not None else None)
-        self.store = FactsStore(cache_dir)
         self.per_file_ignores = tuple((normalize_pattern(p), codes) for p, codes in run.per_file_ignores)
         self.views: dict[Optional[Path], ProjectIndex] = {}
         self._environment = run.environment
         self._first_root = run.project_root or (find_root(Path(first_path)) if first_path else None)
+        self.store = FactsStore(cache_dir, target=self.environment.version)  # syntax is judged for it
         self.resolved: set[str] = set()  # files read only to resolve names
         self.installed: set[str] = set()  # ... of them, under the environment's package directories
 
@@ -93,14 +93,21 @@ class Session:
         return self.run.project_root or find_root(Path(path))
 
     def view(self, root: Optional[Path], given: Iterable[str] = ()) -> ProjectIndex:
-        """The project view of ``root``: every project file not among ``given``."""
+        """The project view of ``root``: every project file not among ``given`` (``layout.view_files``:
+        at most ``VIEW_LIMIT``, the nearest to ``given``)."""
         view = self.views.get(root)
         if view is None:
             view = self.views[root] = ProjectIndex(config=self.run.config, loader=self._load,
                                                    env_roots=list(self.environment.roots))
             if root is not None:
                 skip = {str(Path(p).resolve()) for p in given}
-                paths = [p for p in project_files(root, self.run.exclude) if p not in skip]
+                near = [Path(p) for p in given] or [Path.cwd()]
+                files, bounded = view_files(root, near, self.run.exclude)
+                if bounded:  # once per root and process
+                    print(f"fwdlint: warning: {shown(str(root))} holds more than {VIEW_LIMIT:,} Python files; the "
+                          f"project view reads the {VIEW_LIMIT:,} nearest the checked files (name a smaller root "
+                          "with --project-root)", file=sys.stderr)
+                paths = [p for p in files if p not in skip]
                 for outcome in self.store.facts_many(paths, jobs=self.run.jobs):
                     if isinstance(outcome, FileFacts):
                         view.add(outcome, module_name_for(Path(outcome.path))[2])
@@ -134,7 +141,8 @@ def check_file(index: ProjectIndex, facts: FileFacts, select: Sequence[str], ign
 
 
 #: Chains of methods and of base classes are followed recursively; Python's default limit (1,000
-#: frames) ends at about 300 levels. Deeper code is reported per file, never a crash.
+#: frames) ends at about 300 levels. Deeper code is reported per file, never a crash. (The parsing
+#: runs in ``workers`` processes, on a deeper stack with a higher limit.)
 RECURSION_LIMIT = 6000
 
 

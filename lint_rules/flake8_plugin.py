@@ -41,8 +41,9 @@ if TYPE_CHECKING:
 #: flake8's own codes for a file it cannot read or tokenize (E902) or parse (E999): it runs no
 #: plugin on such a file, so FWD000 cannot be reported there (``_select_unparsable``).
 UNPARSABLE = ("E902", "E999")
-#: The one-line errors of files Python reads but fwdlint cannot check (``source.one_line``).
-UNCHECKED = ("LibCST cannot parse", "too deeply nested")
+#: The one-line errors (``source.one_line``) of files Python itself cannot read or parse, which
+#: flake8 reports (E902, E999). Any other error is a file fwdlint could not check: FWD000.
+PYTHON_REPORTS = ("syntax error", "cannot decode", "cannot read")
 
 
 def _environment(options: argparse.Namespace) -> "Environment":
@@ -121,7 +122,7 @@ class Plugin:
         if getattr(options, "select", None) and not any(p.upper().startswith("FW") for p in explicit):
             enabled = ()  # `--select E,F,W` means pyflakes, not every code that starts with F
         _refuse_unknown_codes(options)
-        cls.session = None
+        _close_session()
         if not enabled:
             cls.run_options = None
             return
@@ -152,16 +153,18 @@ class Plugin:
         path = str(Path(self.filename).resolve()) if real else self.filename
         if Plugin.session is None:
             Plugin.session = Session(options, path if real else None)
+            _close_at_exit()
         session = Plugin.session
-        view = session.view(session.root_for(path) if real else None)
+        view = session.view(session.root_for(path) if real else None, [path] if real else [])  # near it
         if real:
             facts = session.store.facts(path)
         else:  # standard input: the text flake8 read, as UTF-8
             facts = session.store.facts(path, data="".join(self.lines).encode("utf-8"), module=("", False))
         if isinstance(facts, FileError):
-            # flake8 reports invalid Python (E999) itself; valid code fwdlint cannot read must not
-            # pass silently, so it gets FWD000 (a position is named only for LibCST's failures)
-            if facts.message.startswith(UNCHECKED):
+            # flake8 reports invalid Python (E999) itself; valid code fwdlint cannot check (LibCST
+            # rejects it, the parser crashed or ran out of memory or time) must not pass silently,
+            # so it gets FWD000 (a position is named only for LibCST's failures)
+            if not facts.message.startswith(PYTHON_REPORTS):
                 at = re.search(r": line (\d+), column (\d+)", facts.message)
                 line, col = (int(at[1]), int(at[2]) - 1) if at else (1, 0)
                 yield line, max(col, 0), f"FWD000 fwdlint cannot check this file: {facts.message}", type(self)
@@ -175,6 +178,22 @@ class Plugin:
             return
         for diagnostic in found:
             yield diagnostic.line, diagnostic.col, f"{diagnostic.code} {diagnostic.message}", type(self)
+
+
+def _close_session() -> None:
+    """Stop the session's parser processes and close its cache (which also maintains it)."""
+    session, Plugin.session = Plugin.session, None
+    if session is not None:
+        session.store.close()
+
+
+def _close_at_exit() -> None:
+    """flake8 never says it is done: close when the process ends. ``multiprocessing``'s finalizers
+    run both at interpreter exit (``flake8 -j 1``) and when a ``-j N`` pool worker ends, which
+    skips ``atexit``."""
+    from multiprocessing import util
+
+    util.Finalize(None, _close_session, exitpriority=10)
 
 
 def _fwd_entries(options: argparse.Namespace) -> Iterator[tuple[str, str]]:

@@ -11,6 +11,7 @@ run and the files they import only: walking a whole file system would be no one'
 
 from __future__ import annotations
 
+import itertools
 import os
 from pathlib import Path
 from typing import Iterator, Optional, Sequence
@@ -51,3 +52,33 @@ def find_root(path: Path) -> Optional[Path]:
 def project_files(root: Path, exclude: Sequence[str] = ()) -> Iterator[str]:
     """Every Python file of the project at ``root`` (absolute paths), nested projects left out."""
     yield from python_files([str(root)], exclude, skip_dir=lambda d: is_project_root(Path(d)))
+
+
+#: The most files a project view reads. The largest packages swept (transformers: 2,860 files,
+#: torch: 2,285) fit whole; the root a ``.git`` far above gives need not (pyenv's checkout around
+#: the standard library: 14,800 files, 2,614 s instead of 537 s).
+VIEW_LIMIT = 5000
+
+
+def view_files(root: Path, near: Sequence[Path], exclude: Sequence[str] = (),
+               limit: int = VIEW_LIMIT) -> tuple[list[str], bool]:
+    """The files of the project view of ``root`` and whether it was bounded: every project file,
+    or, when there are more than ``limit``, the ``limit`` nearest the checked files ``near``: their
+    directories' trees first, then each parent's up to the root. Names from files left out are
+    still resolved on demand (``ProjectIndex``); what is lost is the registrations and subclasses
+    that only they hold."""
+    root = root.resolve()
+    everything = list(itertools.islice(project_files(root, exclude), limit + 1))
+    if len(everything) <= limit:
+        return everything, False
+    chosen: dict[str, None] = {}
+    starts = sorted({(p if p.is_dir() else p.parent).resolve() for p in near} or {root})
+    levels = [[start, *(d for d in start.parents if root in d.parents or d == root)] for start in starts]
+    for depth in range(max(len(level) for level in levels)):
+        for level in levels:
+            if depth < len(level):
+                for path in itertools.islice(project_files(level[depth], exclude), limit):
+                    chosen.setdefault(path)
+                    if len(chosen) >= limit:
+                        return list(chosen), True
+    return list(chosen), True

@@ -39,11 +39,10 @@ import sqlite3
 import stat
 import sys
 import time
-from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Optional, Sequence, Union
 
-from lint_rules import __version__
+from lint_rules import __version__, workers
 from lint_rules.diagnostics import FileError
 from lint_rules.facts import codec
 from lint_rules.facts.model import FileFacts
@@ -60,9 +59,10 @@ _LEGACY = {".gitignore", "facts.sqlite", "facts.sqlite-wal", "facts.sqlite-shm"}
 
 #: The code whose changes change the STORED facts (rules run on facts after the cache, so they are
 #: not here): the collectors, what they import from outside ``facts`` (noqa comments, the shared
-#: contract, source decoding and positions), and this module's ``_extract`` (the syntax verdicts).
-#: Module names and paths are in each key already, so ``layout`` and ``discover`` are not.
-_FACTS_CODE = ("facts/*.py", "noqa.py", "contract.py", "source.py", "positions.py", "store.py")
+#: contract, source decoding and positions), this module's ``_extract`` (the syntax verdicts) and
+#: ``workers`` (its recursion limit and stack decide what is too deeply nested). Module names and
+#: paths are in each key already, so ``layout`` and ``discover`` are not.
+_FACTS_CODE = ("facts/*.py", "noqa.py", "contract.py", "source.py", "positions.py", "store.py", "workers.py")
 
 _VERSIONS_KEPT = 3  # per file (and per evidence flag): switching branches back and forth stays warm
 _MAX_ROWS = 50_000  # about a project of 25,000 files, each with and without evidence lines
@@ -386,12 +386,16 @@ def _prune_directory(directory: Path, current: Path) -> None:
 class FactsStore:
     """Facts of files by path, computed at most once per content (per process, and per cache)."""
 
-    def __init__(self, cache_dir: Optional[Path] = None) -> None:
+    def __init__(self, cache_dir: Optional[Path] = None, target: Optional[tuple[int, int]] = None) -> None:
+        """``target``: the Python version the checked code is for (``environment``), which judges
+        its syntax; None: the running interpreter's."""
+        self.target = tuple(target) if target is not None else tuple(sys.version_info[:2])
         directory = cache_directory(cache_dir) if cache_dir is not None else None
         self.cache = _Cache(directory) if directory is not None else None
         self.memory: dict[tuple[str, bool], Outcome] = {}
         self.read: set[str] = set()  # paths this store read (for statistics)
         self.extracted = 0  # how many needed a parse (cache misses)
+        self.pool: Optional[workers.Pool] = None  # the parser processes, started by the first miss
 
     def facts(self, path: str, locate: bool = True, data: Optional[bytes] = None,
               module: Optional[tuple[str, bool]] = None) -> Outcome:
@@ -417,20 +421,23 @@ class FactsStore:
             name, is_package = module if module is not None else module_name_for(Path(path))[:2]
             key = hashlib.blake2b(b"\0".join([_SCHEMA.encode(), name.encode("utf-8", "surrogateescape"),
                                               b"pkg" if is_package else b"mod", b"loc" if locate else b"",
-                                              content]), digest_size=20).hexdigest()
+                                              b"%d.%d" % self.target, content]), digest_size=20).hexdigest()
             found = self._cached(key, path)
             if found is None:
-                misses.append((position, key, (path, content, name, is_package, locate)))
+                misses.append((position, key, (path, content, name, is_package, locate, self.target)))
             else:
                 outcomes[position] = found
         tasks = [task for _, _, task in misses]
-        if jobs > 1 and len(tasks) > 1:
-            with ProcessPoolExecutor(max_workers=jobs) as pool:
-                extracted = list(pool.map(_extract, tasks, chunksize=max(1, len(tasks) // (jobs * 8))))
-        else:
-            extracted = [_extract(task) for task in tasks]
+        if tasks:
+            if self.pool is None:
+                self.pool = workers.Pool(jobs, preload=("lint_rules.facts.extract",))
+            self.pool.jobs = max(self.pool.jobs, jobs)
+        extracted = self.pool.map(_extract, tasks) if self.pool is not None and tasks else []
         self.extracted += len(tasks)
-        for (position, key, _), outcome in zip(misses, extracted):
+        for (position, key, (path, *_)), outcome in zip(misses, extracted):
+            if isinstance(outcome, workers.Failure):  # not cached: another machine or limit may do better
+                outcomes[position] = FileError(path, outcome.reason)
+                continue
             outcomes[position] = outcome
             if self.cache is not None:
                 self.cache.put(key, _ERROR + outcome.message if isinstance(outcome, FileError)
@@ -441,7 +448,10 @@ class FactsStore:
         return outcomes  # type: ignore[return-value]
 
     def close(self) -> None:
-        """Release the cache file (the last connection to close folds the WAL into it)."""
+        """Stop the parser processes; release the cache file (the last connection to close folds
+        the WAL into it)."""
+        if self.pool is not None:
+            self.pool.close()
         if self.cache is not None:
             self.cache.close()
 
@@ -470,23 +480,29 @@ def _read_regular(path: str) -> bytes:
     return Path(path).read_bytes()
 
 
-def _extract(task: tuple[str, bytes, str, bool, bool]) -> Outcome:
-    """Facts of one file's bytes, or the one-line reason why not (runs in worker processes)."""
+def _extract(task: tuple[str, bytes, str, bool, bool, tuple[int, int]]) -> Outcome:
+    """Facts of one file's bytes, or the one-line reason why not (runs in a ``workers`` process)."""
     import libcst as cst  # here, not at the top: a warm run never needs LibCST
 
-    from lint_rules.facts.extract import extract, wanted
+    from lint_rules.facts.extract import extract
+    from lint_rules.facts.parse import parse
 
-    path, data, module, is_package, locate = task
+    path, data, module, is_package, locate, target = task
     source: Optional[str] = None
     try:
         source = decode(data)
         if "\0" in source:  # LibCST reads NUL bytes inside strings; Python refuses the whole file
             return FileError(path, one_line(python_syntax_error(source, path) or SyntaxError("NUL byte"), source, path))
-        if locate:  # a file given: CPython's verdict, where it does not depend on the Python version
-            error = python_syntax_error(source, path)
-            if error is not None and (not wanted(source) or _bad_literal(error)):
-                return FileError(path, one_line(error))
-        return extract(source, path, module, is_package, locate=locate)
+        if not locate:  # read to resolve names: installed code is the environment's to judge
+            return extract(source, path, module, is_package, locate=False)
+        error = python_syntax_error(source, path)  # a file given: judged for the target Python
+        if error is None:
+            return extract(source, path, module, is_package)
+        if _bad_literal(error) or target <= sys.version_info[:2]:
+            return FileError(path, one_line(error))
+        # the target is newer than this interpreter: syntax it does not know yet (``type X = ...``
+        # under 3.11 for 3.12) is LibCST's to judge, which reads it whatever Python runs fwdlint
+        return extract(source, path, module, is_package, tree=parse(source))
     except (UnicodeDecodeError, SyntaxError, LookupError, cst.ParserSyntaxError, RecursionError,
             ValueError) as error:
         return FileError(path, one_line(error, source, path))
@@ -494,8 +510,7 @@ def _extract(task: tuple[str, bytes, str, bool, bool]) -> Outcome:
 
 def _bad_literal(error: SyntaxError) -> bool:
     """A string or bytes literal no Python accepts (a truncated ``\\u`` escape, non-ASCII bytes),
-    which LibCST parses without a word. Other errors of CPython's parser are left to LibCST, which
-    reads newer syntax (``type X = ...`` under Python 3.11) that the running interpreter refuses."""
+    which LibCST parses without a word."""
     message = error.msg or ""
     return message.startswith(("(unicode error)", "(value error)")) or "bytes can only contain ASCII" in message
 

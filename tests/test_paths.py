@@ -13,6 +13,8 @@ import pytest
 from flake8 import utils as flake8_utils
 from flake8.exceptions import ExecutionError
 
+from fixture_cases import run_cli
+
 from lint_rules.cli import main
 from lint_rules.discover import matches, normalize_pattern, normalize_patterns
 from lint_rules.settings import parse_per_file_ignores
@@ -180,3 +182,34 @@ def test_no_paths_means_the_current_directory(tree: Path, lint: Lint) -> None:
     assert reported(lint(tree / "sub")[1]) == ["a.py", "deep/b.py"]
     (tree / "empty").mkdir()
     assert lint(tree / "empty") == (0, "", "")
+
+
+def test_a_root_far_above_gives_a_bounded_view(tmp_path: Path) -> None:
+    """``.git`` far above the checked file, 6,000 files under it: the view reads the 5,000 nearest
+    the checked file (its neighbours first, so a registration beside it still counts), says so in
+    one line, and the cache holds no more than that."""
+    import sqlite3
+
+    from lint_rules.layout import VIEW_LIMIT
+
+    repo = tmp_path / "repo"
+    (repo / ".git").mkdir(parents=True)
+    for d in range(60):
+        (repo / "huge" / f"d{d:02}").mkdir(parents=True)
+        for f in range(100):
+            (repo / "huge" / f"d{d:02}" / f"f{f:02}.py").write_text("x = 1\n")
+    pkg = repo / "deep" / "pkg"
+    pkg.mkdir(parents=True)
+    (pkg / "model.py").write_text("import torch.nn as nn\n\n\nclass Net(nn.Module):\n    def forward(self, x):\n"
+                                  "        return x\n\n    def generate(self, x):\n        return self(x)\n")
+    (pkg / "train.py").write_text("from lightning.fabric import Fabric\n\nfrom model import Net\n\nfabric = Fabric()\n"
+                                  "model = fabric.setup(Net())\nmodel.mark_forward_method('generate')\n")
+    proc = run_cli(repo, "deep/pkg/model.py")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert proc.stderr.splitlines() == [
+        f"fwdlint: warning: {repo} holds more than 5,000 Python files; the project view reads the 5,000 nearest "
+        "the checked files (name a smaller root with --project-root)"]
+    (database,) = (repo / ".fwdlint_cache").glob("facts-*.sqlite")
+    with sqlite3.connect(database) as db:
+        (rows,) = db.execute("SELECT COUNT(*) FROM facts").fetchone()
+    assert rows <= VIEW_LIMIT + 1

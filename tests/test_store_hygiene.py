@@ -252,3 +252,19 @@ def test_entries_of_deleted_files_are_pruned(project: Path, monkeypatch: pytest.
     (db,) = _databases(cache)
     values = [v for (v,) in sqlite3.connect(db).execute("SELECT value FROM facts")]
     assert len(values) == 1 and "gone" not in values[0]
+
+
+@pytest.mark.parametrize("jobs", ["1", "2"])
+def test_flake8_closes_its_cache(project: Path, jobs: str) -> None:
+    """Each flake8 process that wrote closes the cache when it ends: the run is counted for the
+    periodic maintenance, and the write-ahead log is folded into the database."""
+    for name in ("b", "c", "d"):
+        (project / f"{name}.py").write_text(MODEL.replace("GPT", name.upper()))
+    proc = subprocess.run([sys.executable, "-m", "flake8", "--select", "FWD", "-j", jobs, "."], cwd=project,
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 1, proc.stderr
+    (database,) = _databases(project / ".fwdlint_cache")
+    with sqlite3.connect(database) as db:
+        (writes,) = db.execute("SELECT CAST(value AS INTEGER) FROM meta WHERE key = 'writes'").fetchone()
+    assert writes >= 1
+    assert not Path(f"{database}-wal").exists() or Path(f"{database}-wal").stat().st_size == 0

@@ -11,7 +11,6 @@ and collects the results in path order (the output does not depend on ``N``).
 
 from __future__ import annotations
 
-import functools
 from itertools import groupby
 from typing import Optional, Sequence
 
@@ -23,8 +22,8 @@ from lint_rules.facts.model import MethodFacts
 from lint_rules.facts.walk import dotted_name
 from lint_rules.fix.imports import ensure_import, expression
 from lint_rules.fix.locate import defs_by_line, parse_for_edit
-from lint_rules.fix.result import FileFix, FixContext, Unfixed, line_suppresses, map_tasks
-from lint_rules.fix.verify import Plan, checked, fix_file, planned
+from lint_rules.fix.result import FileFix, FixContext, Unfixed, line_suppresses
+from lint_rules.fix.verify import Plan, checked, fix_files, planned
 from lint_rules.source import decode, split_lines
 
 #: Decorators after which another decorator must not be added: the result would not be a
@@ -114,4 +113,4 @@ def fix(context: FixContext, diagnostics: Sequence[Diagnostic]) -> tuple[list[Fi
     unfixed = [Unfixed(d, contract.generator_message(d.symbol, deferred[d].asynchronous)) for d in refused]
     rest = sorted(set(diagnostics) - set(refused))
     tasks = [(path, tuple(group)) for path, group in groupby(rest, key=lambda d: d.path)]
-    return map_tasks(functools.partial(fix_file, fix_source), tasks, context.jobs), unfixed
+    return fix_files(fix_source, tasks, context.jobs), unfixed

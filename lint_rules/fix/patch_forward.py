@@ -11,7 +11,6 @@ reported as not fixed, with the reason.
 
 from __future__ import annotations
 
-import functools
 from itertools import groupby
 from typing import Optional, Sequence
 
@@ -21,8 +20,8 @@ from lint_rules import contract
 from lint_rules.diagnostics import Diagnostic
 from lint_rules.fix.imports import ensure_import, expression, remove_unused_import
 from lint_rules.fix.locate import parse_for_edit, simple_statements_by_line
-from lint_rules.fix.result import FileFix, FixContext, Unfixed, line_suppresses, map_tasks
-from lint_rules.fix.verify import Plan, checked, fix_file, planned
+from lint_rules.fix.result import FileFix, FixContext, Unfixed, line_suppresses
+from lint_rules.fix.verify import Plan, checked, fix_files, planned
 from lint_rules.source import decode, split_lines
 
 FUNCTION = "patch_forward"
@@ -126,4 +125,4 @@ def fix(context: FixContext, diagnostics: Sequence[Diagnostic]) -> tuple[list[Fi
             unfixed.append(Unfixed(d, f"only `m.forward = types.MethodType(f, m)` with a plain function name is "
                                       f"rewritten to {FUNCTION}(m, f) automatically"))
     tasks = [(path, tuple(group)) for path, group in groupby(sorted(fixable), key=lambda d: d.path)]
-    return map_tasks(functools.partial(fix_file, fix_source), tasks, context.jobs), unfixed
+    return fix_files(fix_source, tasks, context.jobs), unfixed

@@ -3,9 +3,8 @@ so ``-j N`` workers can send it back)."""
 
 from __future__ import annotations
 
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Callable, Optional, Sequence
+from typing import TYPE_CHECKING, Callable, Optional, Sequence
 
 from lint_rules.diagnostics import Diagnostic
 from lint_rules.noqa import NOQA_INLINE, is_suppressed
@@ -58,14 +57,6 @@ class FixContext:
 #: A rule's fixer: turns that rule's findings into file edits (``FileFix``) and says why the
 #: others cannot be fixed. It edits; what to edit comes from the diagnostics and the facts.
 Fixer = Callable[[FixContext, Sequence[Diagnostic]], tuple[list[FileFix], list[Unfixed]]]
-
-
-def map_tasks(function: Callable[[Any], Any], tasks: list, jobs: int) -> list:
-    """``function`` over ``tasks`` in order, in ``jobs`` worker processes if that helps."""
-    if jobs > 1 and len(tasks) > 1:
-        with ProcessPoolExecutor(max_workers=min(jobs, len(tasks))) as pool:
-            return list(pool.map(function, tasks))
-    return [function(task) for task in tasks]
 
 
 def lazy_fixer(module: str, name: str) -> Fixer:

@@ -25,6 +25,7 @@ from lint_rules.project import ClassRef, ProjectIndex
 from lint_rules.report import below, shown
 from lint_rules.rules import RULES, selected_codes
 from lint_rules.rules import fwd001_unmarked_entry as fwd001
+from lint_rules.workers import on_deep_stack
 
 # a diff's lines end at LF only, as git and patch read them: a CR (CRLF, or a lone-CR file, which is
 # then one line) stays part of its line, else the context would not match what they read
@@ -52,8 +53,12 @@ class FixRun:
 
 
 def plan(paths: Iterable[str], run: Run = Run(), style: str = "decorator") -> FixRun:
-    """Analyse ``paths`` and compute (not write) the fixes."""
-    paths = list(dict.fromkeys(paths))
+    """Analyse ``paths`` and compute (not write) the fixes. The fixers parse the files with
+    findings again, in this process: on a stack as deep as the parser workers' (``workers``)."""
+    return on_deep_stack(_plan, list(dict.fromkeys(paths)), run, style)
+
+
+def _plan(paths: list[str], run: Run, style: str) -> FixRun:
     analysis = analyse(paths, run)
     result = FixRun(errors=list(analysis.errors))
     context = FixContext(paths, analysis, run.jobs)
@@ -102,7 +107,10 @@ def _set_up_findings(analysis: Result, paths: Sequence[str], run: Run) -> list[D
     if not related:
         return []
     session = Session(dataclasses.replace(run, cache=False))
-    return [d for view, facts in related.values() for d in session.check(view, facts) if d.code == fwd001.CODE]
+    try:
+        return [d for view, facts in related.values() for d in session.check(view, facts) if d.code == fwd001.CODE]
+    finally:
+        session.store.close()
 
 
 def _set_up_classes(view: ProjectIndex, facts: FileFacts) -> list[ClassRef]:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import codecs
 import difflib
+import functools
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Optional, Sequence
@@ -118,7 +119,7 @@ def fix_file(fix_source: Callable[[str, bytes, Sequence[Diagnostic]], FileFix],
              task: tuple[str, tuple[Diagnostic, ...]]) -> FileFix:
     """Run a fixer's ``fix_source`` on one file; a file that cannot be read or parsed becomes an error
     line and its findings unfixed. Module-level with a module-level ``fix_source``, so ``-j N``
-    workers can run it (``functools.partial(fix_file, fix_source)``)."""
+    workers can run it (``fix_files``)."""
     import libcst as cst
 
     path, diagnostics = task
@@ -133,3 +134,21 @@ def fix_file(fix_source: Callable[[str, bytes, Sequence[Diagnostic]], FileFix],
             source = None
         message = f"fix not applied: {one_line(error, source, path)}"
         return FileFix(path, error=message, unfixed=[Unfixed(d, "fix failed") for d in diagnostics])
+
+
+def fix_files(fix_source: Callable[[str, bytes, Sequence[Diagnostic]], FileFix],
+              tasks: Sequence[tuple[str, tuple[Diagnostic, ...]]], jobs: int) -> list[FileFix]:
+    """``fix_file`` over ``tasks`` in order; with ``jobs`` > 1 in ``workers`` processes, where a
+    worker that dies costs its file only."""
+    from lint_rules import workers
+
+    function = functools.partial(fix_file, fix_source)
+    if jobs <= 1 or len(tasks) <= 1:
+        return [function(task) for task in tasks]
+    pool = workers.Pool(jobs, preload=(fix_source.__module__,))
+    try:
+        results = pool.map(function, tasks)
+    finally:
+        pool.close()
+    return [FileFix(path, error=f"fix not applied: {result.reason}", unfixed=[Unfixed(d, "fix failed") for d in found])
+            if isinstance(result, workers.Failure) else result for (path, found), result in zip(tasks, results)]

@@ -1,0 +1,409 @@
+"""Worker processes for the parsing work: a file that crashes, exhausts or hangs LibCST's native
+parser costs that file one error line, never the run.
+
+LibCST's parser is native code. A valid file can overflow its stack (a 10,000-operand ``and``
+chain segfaults it on an 8 MiB main-thread stack), need far more memory than its size suggests
+(6 MB of ``x = 1`` lines: 8.8 GiB and 84 s), or take minutes. So every task that parses
+(``Pool.map``: the facts store's extraction, ``--fix -j N``) runs in a worker process, which
+
+* is ``python -I -S`` with the parent's import path minus the working directory (a checked
+  project's ``json.py`` is never imported), and serves one task at a time on a thread with a
+  ``STACK_BYTES`` stack (address space reserved, not used: deep chains parse instead of crashing)
+  and the recursion limit ``RECURSION_LIMIT``;
+* has its address space limited on Linux (``RLIMIT_AS``, ``memory_limit``): a file that needs
+  more is reported "out of memory" instead of pushing the machine into its OOM killer;
+* is killed after ``file_timeout()`` seconds on one task.
+
+A worker that dies takes only the task it held: that task becomes a ``Failure`` (the signal, and
+the last line the worker wrote to stderr), a new worker takes the rest. Workers die with fwdlint:
+on Linux the kernel kills them when the thread that started them ends (``PR_SET_PDEATHSIG``; that
+thread is the process-long ``_Spawner``, so ``kill -9`` of fwdlint kills them at once); elsewhere
+they stop when their input closes, after the task at hand.
+
+The knobs, for both front ends: ``FWDLINT_FILE_TIMEOUT`` (seconds per file, default 60; 0: none)
+and ``FWDLINT_WORKER_MEMORY`` (MiB per worker; default the machine's memory divided by one more
+than its CPUs, at least 2 GiB; 0: no limit).
+"""
+
+from __future__ import annotations
+
+import os
+import pickle
+import queue
+import select
+import signal
+import struct
+import subprocess
+import sys
+import tempfile
+import threading
+from dataclasses import dataclass
+from typing import IO, Any, Callable, Optional, Sequence
+
+#: Nesting is followed recursively (LibCST's visitors, the collectors, the fixers): on a
+#: ``STACK_BYTES`` stack, 400,000 levels of an ``and`` chain were measured to fit, so this limit
+#: ends the recursion (a "too deeply nested" error line) long before the stack could overflow.
+RECURSION_LIMIT = 100_000
+STACK_BYTES = 512 * 2**20
+_HEADER = struct.Struct("!Q")
+_DEFAULT_TIMEOUT = 60.0
+_MIN_MEMORY = 2 * 2**30
+
+# The worker's first lines, run by ``python -I -S -c``: nothing is importable yet but the standard
+# library, so the import path arrives as the first frame.
+_BOOT = (
+    "import pickle, struct, sys\n"
+    "size, = struct.unpack('!Q', sys.stdin.buffer.read(8))\n"
+    "sys.path[:] = pickle.loads(sys.stdin.buffer.read(size))\n"
+    "from lint_rules.workers import serve\n"
+    "serve(int(sys.argv[1]), int(sys.argv[2]), sys.argv[3:])\n"
+)
+
+
+@dataclass(frozen=True)
+class Failure:
+    """A task whose worker crashed, ran out of memory or time, or raised: why, in one line."""
+
+    reason: str
+
+
+def file_timeout() -> Optional[float]:
+    value = _env_number("FWDLINT_FILE_TIMEOUT", _DEFAULT_TIMEOUT)
+    return value if value > 0 else None
+
+
+def memory_limit() -> Optional[int]:
+    """Bytes of address space per worker, or ``None`` for none (not Linux, or asked for 0)."""
+    if not sys.platform.startswith("linux"):
+        return None
+    asked = _env_number("FWDLINT_WORKER_MEMORY", -1)
+    if asked >= 0:
+        return int(asked * 2**20) or None
+    try:
+        physical = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (ValueError, OSError):
+        return None
+    return max(_MIN_MEMORY, physical // ((os.cpu_count() or 1) + 1))
+
+
+def _env_number(name: str, default: float) -> float:
+    try:
+        return float(os.environ.get(name, "") or default)
+    except ValueError:
+        return default
+
+
+def _import_path() -> list[str]:
+    """The parent's ``sys.path`` without the working directory, with the directory holding
+    ``lint_rules`` (a source checkout) first, or last when it is the working directory."""
+    try:
+        cwd = os.path.realpath(os.getcwd())
+    except OSError:
+        cwd = ""
+    home = os.path.dirname(os.path.dirname(os.path.realpath(__file__)))
+    path = [entry for entry in sys.path if entry and os.path.realpath(entry) != cwd and entry != home]
+    return [*path, home] if home == cwd else [home, *path]
+
+
+class _Spawner:
+    """Starts every worker of this process from one thread that lives as long as the process:
+    ``PR_SET_PDEATHSIG`` fires when the starting thread ends, not the process."""
+
+    _instance: Optional["_Spawner"] = None
+
+    def __init__(self) -> None:
+        self.pid = os.getpid()
+        self.requests: "queue.SimpleQueue[tuple[list[str], queue.SimpleQueue]]" = queue.SimpleQueue()
+        threading.Thread(target=self._loop, name="fwdlint-spawner", daemon=True).start()
+
+    @classmethod
+    def get(cls) -> "_Spawner":
+        if cls._instance is None or cls._instance.pid != os.getpid():  # threads do not survive fork
+            cls._instance = cls()
+        return cls._instance
+
+    def start(self, argv: list[str], stderr: IO[bytes]) -> subprocess.Popen:
+        reply: queue.SimpleQueue = queue.SimpleQueue()
+        self.requests.put(((argv, stderr), reply))
+        outcome = reply.get()
+        if isinstance(outcome, BaseException):
+            raise outcome
+        return outcome
+
+    def _loop(self) -> None:
+        while True:
+            (argv, stderr), reply = self.requests.get()
+            try:
+                reply.put(subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=stderr,
+                                           close_fds=True))
+            except BaseException as error:  # noqa: B036 - handed to the thread that asked
+                reply.put(error)
+
+
+class _Worker:
+    """One worker process and the pipes to it."""
+
+    def __init__(self, memory: Optional[int], preload: Sequence[str]) -> None:
+        self.stderr = tempfile.TemporaryFile()  # a file, not a pipe: nobody has to drain it
+        self.memory = memory
+        self.process = _Spawner.get().start(
+            [sys.executable, "-I", "-S", "-c", _BOOT, str(os.getpid()), str(memory or 0), *preload], self.stderr)
+        try:  # the import path; then wait until it has imported what the tasks need (so that its
+            self._send(pickle.dumps(_import_path()))  # start-up does not count against a task's time)
+            self._receive(None)
+        except (OSError, EOFError):  # it died at once: the first task says why
+            pass
+
+    def call(self, function: Callable[[Any], Any], task: Any, timeout: Optional[float]) -> Any:
+        """``function(task)`` in the worker; raises ``_Died`` (with the reason) if the worker did."""
+        try:
+            self._send(pickle.dumps((function, task), protocol=pickle.HIGHEST_PROTOCOL))
+            ok, value = pickle.loads(self._receive(timeout))
+        except (OSError, EOFError, pickle.UnpicklingError) as error:
+            raise _Died(self._death(timeout, error)) from None
+        return value if ok else Failure(value)
+
+    def close(self) -> None:
+        """Close the input (the worker stops when it reads the end) and wait for it briefly."""
+        try:
+            self.process.stdin.close()  # type: ignore[union-attr]
+            self.process.wait(timeout=2)
+        except (OSError, subprocess.TimeoutExpired):
+            self.process.kill()
+            self.process.wait()
+        finally:
+            self.process.stdout.close()  # type: ignore[union-attr]
+            self.stderr.close()
+
+    def _send(self, payload: bytes) -> None:
+        data = memoryview(_HEADER.pack(len(payload)) + payload)
+        fd = self.process.stdin.fileno()  # type: ignore[union-attr]
+        while data:
+            data = data[os.write(fd, data):]
+
+    def _receive(self, timeout: Optional[float]) -> bytes:
+        fd = self.process.stdout.fileno()  # type: ignore[union-attr]
+        if timeout is not None and os.name == "posix":
+            ready, _, _ = select.select([fd], [], [], timeout)
+            if not ready:
+                self.process.kill()
+                raise TimeoutError
+        (size,) = _HEADER.unpack(_read_exactly(fd, _HEADER.size))
+        return _read_exactly(fd, size)
+
+    def _death(self, timeout: Optional[float], error: BaseException) -> str:
+        """Why the worker ended, in one line; it is reaped here."""
+        try:
+            code = self.process.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            code = self.process.wait()
+        if isinstance(error, TimeoutError):
+            return f"timed out: parsing took more than {timeout:g} s (FWDLINT_FILE_TIMEOUT)"
+        tail = self._stderr_tail()
+        if "memory allocation of" in tail or "MemoryError" in tail:  # Rust's allocation failure, Python's
+            return out_of_memory(self.memory)
+        said = tail.strip().splitlines()[-1].strip()[:200] if tail.strip() else ""
+        if code < 0:
+            try:
+                name = signal.Signals(-code).name
+            except ValueError:
+                name = f"signal {-code}"
+            said = f": {said}" if said else ""
+            if name == "SIGKILL":
+                return f"the parser was killed (SIGKILL; by the system for lack of memory?){said}"
+            return f"the parser crashed ({name}){said}"
+        return f"the parser process ended with status {code}{': ' + said if said else ''}"
+
+    def _stderr_tail(self) -> str:
+        try:
+            self.stderr.seek(max(0, self.stderr.seek(0, os.SEEK_END) - 4096))
+            return self.stderr.read().decode("utf-8", "replace")
+        except OSError:
+            return ""
+
+
+class _Died(Exception):
+    pass
+
+
+def _read_exactly(fd: int, size: int) -> bytes:
+    chunks, left = [], size
+    while left:
+        chunk = os.read(fd, min(left, 1 << 20))
+        if not chunk:
+            raise EOFError
+        chunks.append(chunk)
+        left -= len(chunk)
+    return b"".join(chunks)
+
+
+def out_of_memory(limit: Optional[int]) -> str:
+    limit_text = f" (limit {limit / 2**30:.1f} GiB per parser process; FWDLINT_WORKER_MEMORY)" if limit else ""
+    return "out of memory" + limit_text
+
+
+class Pool:
+    """Up to ``jobs`` workers, started when a task first needs one and kept until ``close``."""
+
+    def __init__(self, jobs: int = 1, preload: Sequence[str] = ()) -> None:
+        self.jobs = max(1, jobs)
+        self.preload = tuple(preload)  # modules a worker imports before its first task
+        self.timeout = file_timeout()
+        self.memory = memory_limit()
+        self.idle: "queue.SimpleQueue[_Worker]" = queue.SimpleQueue()
+        self.workers: list[_Worker] = []
+        self.lock = threading.Lock()
+
+    def map(self, function: Callable[[Any], Any], tasks: Sequence[Any]) -> list[Any]:
+        """``function`` over ``tasks`` in order; a task whose worker failed gives a ``Failure``."""
+        results: list[Any] = [None] * len(tasks)
+        pending: "queue.SimpleQueue[int]" = queue.SimpleQueue()
+        for index in range(len(tasks)):
+            pending.put(index)
+
+        def drain() -> None:
+            while True:
+                try:
+                    index = pending.get_nowait()
+                except queue.Empty:
+                    return
+                results[index] = self._call(function, tasks[index])
+
+        threads = [threading.Thread(target=drain, daemon=True) for _ in range(min(self.jobs, len(tasks)) - 1)]
+        for thread in threads:
+            thread.start()
+        drain()
+        for thread in threads:
+            thread.join()
+        return results
+
+    def _call(self, function: Callable[[Any], Any], task: Any) -> Any:
+        try:
+            worker = self._take()
+        except OSError as error:
+            return Failure(f"cannot start a parser process ({sys.executable}): {error.strerror or error}")
+        try:
+            result = worker.call(function, task, self.timeout)
+        except _Died as died:
+            self._forget(worker)
+            return Failure(str(died))
+        self.idle.put(worker)
+        return result
+
+    def _take(self) -> _Worker:
+        try:
+            worker = self.idle.get_nowait()
+        except queue.Empty:
+            worker = _Worker(self.memory, self.preload)
+            with self.lock:
+                self.workers.append(worker)
+            return worker
+        if worker.process.poll() is not None:  # ended between tasks (killed from outside): not the task's fault
+            self._forget(worker)
+            return self._take()
+        return worker
+
+    def _forget(self, worker: _Worker) -> None:
+        with self.lock:
+            self.workers.remove(worker)
+        worker.close()
+
+    def close(self) -> None:
+        with self.lock:
+            workers, self.workers = self.workers, []
+        for worker in workers:
+            worker.close()
+        self.idle = queue.SimpleQueue()
+
+
+def on_deep_stack(function: Callable[..., Any], *args: Any) -> Any:
+    """``function(*args)`` on a thread with a ``STACK_BYTES`` stack and ``RECURSION_LIMIT``: for
+    work in this process that parses files the workers parsed already (``--fix``), which must not
+    overflow the main thread's stack where a worker's did not."""
+    outcome: list[Any] = []
+
+    def run() -> None:
+        limit = sys.getrecursionlimit()
+        sys.setrecursionlimit(max(limit, RECURSION_LIMIT))
+        try:
+            outcome.append((True, function(*args)))
+        except BaseException as error:  # noqa: B036 - re-raised in the calling thread
+            outcome.append((False, error))
+        finally:
+            sys.setrecursionlimit(limit)
+
+    previous = threading.stack_size(STACK_BYTES)
+    try:
+        thread = threading.Thread(target=run, name="fwdlint-deep-stack", daemon=True)
+        thread.start()
+    finally:
+        threading.stack_size(previous)
+    thread.join()
+    ok, value = outcome[0]
+    if not ok:
+        raise value
+    return value
+
+
+# --- the worker's side ---------------------------------------------------------------------------
+
+def serve(parent: int, memory: int, preload: Sequence[str]) -> None:
+    """Import ``preload`` and say so (an empty frame); then answer tasks from stdin until it
+    closes: each a pickled ``(function, task)``, each answer a pickled ``(True, result)`` or
+    ``(False, one-line reason)``."""
+    _die_with_parent(parent)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle; it ends the workers
+    import importlib
+
+    for name in preload:
+        importlib.import_module(name)
+    if memory:
+        import resource
+
+        resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
+    sys.setrecursionlimit(RECURSION_LIMIT)
+    threading.stack_size(min(STACK_BYTES, memory // 4 & ~0xFFFF) if memory else STACK_BYTES)  # the stack counts too
+    sys.stdout.buffer.write(_HEADER.pack(0))
+    sys.stdout.buffer.flush()
+    thread = threading.Thread(target=_answer, args=(memory or None,), name="fwdlint-worker")
+    thread.start()
+    thread.join()
+
+
+def _answer(memory: Optional[int]) -> None:
+    source, sink = sys.stdin.buffer, sys.stdout.buffer
+    while True:
+        header = source.read(_HEADER.size)
+        if len(header) < _HEADER.size:
+            return
+        function, task = pickle.loads(source.read(_HEADER.unpack(header)[0]))
+        try:
+            answer: tuple[bool, Any] = (True, function(task))
+        except MemoryError:
+            answer = (False, out_of_memory(memory))
+        except Exception as error:  # a bug of fwdlint's: this file's error line says so, the run goes on
+            text = str(error).strip().splitlines()
+            answer = (False, f"internal error ({type(error).__name__}: {text[0] if text else ''}); please report it")
+        try:
+            payload = pickle.dumps(answer, protocol=pickle.HIGHEST_PROTOCOL)
+        except MemoryError:
+            payload = pickle.dumps((False, out_of_memory(memory)))
+        except Exception as error:  # an answer that cannot be sent: a bug of fwdlint's, as above
+            payload = pickle.dumps((False, f"internal error (answer not picklable: {type(error).__name__})"))
+        sink.write(_HEADER.pack(len(payload)) + payload)
+        sink.flush()
+
+
+def _die_with_parent(parent: int) -> None:
+    """Linux: the kernel kills this process when the parent's starting thread ends; a parent
+    gone already (before the request took effect) ends it now."""
+    if sys.platform.startswith("linux"):
+        try:
+            import ctypes
+
+            ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+        except (OSError, AttributeError):
+            pass
+    if os.getppid() != parent:
+        os._exit(0)
