@@ -1,3 +1,49 @@
-"""fwdlint's analyzer: source -> facts -> project view -> rules -> diagnostics -> report or fix."""
+"""fwdlint's analyzer: source -> facts -> project view -> rules -> diagnostics -> report or fix.
+
+``python -m lint_rules`` (or ``-m lint_rules.cli``) puts the working directory first on
+``sys.path``; a checked project's own ``json.py`` or ``libcst.py`` would then replace the modules
+fwdlint imports. So when runpy imports this package on its way to running one of its modules,
+that entry is dropped before anything else is imported (this package's submodules come from its
+``__path__``). In a source checkout run from its root, the directory holding ``lint_rules`` is
+kept, but last: installed modules come first. Imported by any other program, nothing changes.
+"""
+
+import os
+import sys
 
 __version__ = "0.1.0"
+
+
+def _run_by_module_option(argv: list[str], orig_argv: "list[str] | None") -> bool:
+    """Is runpy importing this package to run ``-m lint_rules[.x]`` (``sys.argv[0]`` is ``-m``
+    meanwhile), rather than another ``-m`` program's package that imports it? (Python 3.9 has no
+    ``sys.orig_argv`` to tell: any ``-m`` counts.)"""
+    if argv[:1] != ["-m"]:
+        return False
+    if orig_argv is None:
+        return True
+    for position, arg in enumerate(orig_argv[1:], 1):
+        if arg.startswith("-m"):
+            name = arg[2:] or (orig_argv[position + 1] if position + 1 < len(orig_argv) else "")
+            return name.split(".")[0] == __name__
+    return False
+
+
+def _drop_working_directory(path: list[str]) -> None:
+    """Remove the working directory ``-m`` put first on ``path``; re-add it last if it holds ``lint_rules``."""
+    if not path:
+        return
+    try:
+        cwd = os.path.realpath(os.getcwd())
+    except OSError:  # the working directory is gone: nothing can be imported from it
+        return
+    if os.path.realpath(path[0] or os.curdir) != cwd:  # -P / PYTHONSAFEPATH: nothing was added
+        return
+    del path[0]
+    home = os.path.dirname(os.path.dirname(os.path.realpath(__file__)))
+    if home == cwd and cwd not in (os.path.realpath(entry or os.curdir) for entry in path):
+        path.append(cwd)  # a source checkout that is not installed
+
+
+if _run_by_module_option(sys.argv, getattr(sys, "orig_argv", None)):
+    _drop_working_directory(sys.path)

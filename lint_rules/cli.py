@@ -165,7 +165,7 @@ def _report(args: argparse.Namespace, result: Result, run: Run) -> int:
     else:  # one JSON document on stdout: the statistics go to stderr
         out = report.as_json(result) if args.format == "json" else sarif.as_sarif(result)
         err += counts
-    failed = report.write(out, args.output_file)
+    failed = report.write(out, args.output_file, root=args.project_root)
     sys.stderr.write(err)
     if failed is not None:
         print(failed, file=sys.stderr)
@@ -242,7 +242,7 @@ def _fix_report(args: argparse.Namespace, run: fix.FixRun) -> int:
         if (run.fixed or run.unfixed) and not args.quiet:
             err += (f"fwdlint: {done} {len(run.fixed)} finding(s) in {len({f.path for f in run.changed})} file(s), "
                     f"{len(run.unfixed)} not fixed\n")
-    failed = report.write(out, args.output_file)
+    failed = report.write(out, args.output_file, root=args.project_root)
     sys.stderr.write(err + counts)
     if failed is not None:
         print(failed, file=sys.stderr)

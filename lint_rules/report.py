@@ -155,10 +155,11 @@ def fix_json(run: "FixRun", diff: bool) -> str:
     return json.dumps(payload, indent=2) + "\n"
 
 
-def write(report: Union[str, bytes], output_file: Optional[str]) -> Optional[str]:
+def write(report: Union[str, bytes], output_file: Optional[str], root: Optional[Path] = None) -> Optional[str]:
     """Put ``report`` on stdout, or replace ``output_file`` with it atomically (a temporary file in
     the same directory, then a rename: a reader never sees half a report, an old one survives a
-    failure). None, or the one-line reason it could not be written."""
+    failure; never through a symlink out of ``root``, ``--project-root``, as ``--fix``). None, or
+    the one-line reason it could not be written."""
     if output_file is None:
         if isinstance(report, bytes):
             sys.stdout.flush()
@@ -169,7 +170,7 @@ def write(report: Union[str, bytes], output_file: Optional[str]) -> Optional[str
         return None
     data = report if isinstance(report, bytes) else report.encode("utf-8", "backslashreplace")
     try:
-        atomic_write(output_file, data)
+        atomic_write(output_file, data, root=root)
     except OSError as error:
         return f"fwdlint: error: --output-file {shown(output_file)}: cannot write: {error.strerror or error}"
     return None

@@ -33,14 +33,15 @@ def _plant_shadows(directory: Path) -> None:
     (directory / "some_file.py").write_text(BAD)
 
 
-def _module_run(python: str, cwd: Path) -> subprocess.CompletedProcess:
-    return subprocess.run([python, "-m", "lint_rules", "some_file.py"], cwd=cwd, capture_output=True, text=True,
+def _module_run(python: str, cwd: Path, module: str = "lint_rules") -> subprocess.CompletedProcess:
+    return subprocess.run([python, "-m", module, "some_file.py"], cwd=cwd, capture_output=True, text=True,
                           timeout=300)
 
 
-def test_module_run_does_not_import_from_the_working_directory(tmp_path: Path) -> None:
+@pytest.mark.parametrize("module", ["lint_rules", "lint_rules.cli"])
+def test_module_run_does_not_import_from_the_working_directory(tmp_path: Path, module: str) -> None:
     _plant_shadows(tmp_path)
-    proc = _module_run(sys.executable, tmp_path)
+    proc = _module_run(sys.executable, tmp_path, module)
     assert (proc.returncode, proc.stderr) == (1, ""), proc.stderr
     assert proc.stdout.startswith(FINDING)
 
@@ -115,6 +116,17 @@ def test_output_file_refuses_a_symlink_out_of_the_project(linked: Path, options:
     assert (linked / "report.txt").is_symlink()
     assert proc.stderr.splitlines()[-1].startswith("fwdlint: error: --output-file report.txt: cannot write: "
                                                    "report.txt leads through a symlink to ")
+
+
+def test_project_root_bounds_the_output_file(linked: Path) -> None:
+    """With ``--project-root``, as for ``--fix``: a link out of that root is refused, even inside a marker."""
+    sub = linked / "sub"
+    sub.mkdir()
+    (linked / "kept.txt").write_text("keep\n")
+    (sub / "report.txt").symlink_to(Path("..", "kept.txt"))
+    proc = run_cli(linked, "--project-root", "sub", "--output-file", "sub/report.txt", "ok.py")
+    assert proc.returncode == 2 and "leads through a symlink to " in proc.stderr, proc.stderr
+    assert (linked / "kept.txt").read_text() == "keep\n"
 
 
 def test_output_file_outside_the_project_without_a_symlink_is_written(linked: Path) -> None:
