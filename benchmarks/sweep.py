@@ -53,6 +53,17 @@ Usage (from the repository root)::
     .venv/bin/python benchmarks/sweep.py --python <env>/bin/python \\
         [--targets torch,transformers,lightning,diffusers,stdlib] [--jobs 2] [--slowest 10] \\
         [--flake8-target lightning | --flake8-target ''] [--keep DIR]
+    .venv/bin/python benchmarks/sweep.py --python <env>/bin/python --dir NAME=PATH [--dir NAME=PATH ...] \\
+        [--flake8-target NAME,NAME] [--timeout SECONDS] [--own-root] [--slowest 0]
+
+``--dir NAME=PATH`` (repeatable) sweeps any directory as a target named NAME (with ``--dir``,
+``--targets`` defaults to none). A ``MANIFEST.tsv`` in PATH or a directory above it (written by
+``benchmarks/pathological.py``) gives CPython's verdict on its files (``ok`` or why not) instead of
+the swept interpreter's compile; for those targets flake8's ``FWD000``/``E902``/``E999`` lines are
+classified as the CLI's error entries. ``--flake8-target`` takes a comma-separated list.
+``--timeout`` kills a run (its whole process group) after that many seconds: a crash ("hang").
+An error entry that says a file's check timed out or its worker was killed is a crash too,
+unless CPython itself crashes or hangs on that file (manifest verdict ``crash``/``timeout``).
 
 One complete run on this shared 2-core machine (Python 3.11.7, torch 2.13.0+cpu, transformers
 5.23.0, diffusers 0.42.1, lightning 2.6.6; cold, ``-j 2``; a 10,000-program fuzz run shared the
@@ -119,7 +130,7 @@ print(json.dumps([out, sys.version.split()[0]]))
 # RUSAGE_CHILDREN holds that target's command only.
 MEASURE = r"""
 import json, os, resource, subprocess, sys, time
-out_path, err_path, cmd = sys.argv[1], sys.argv[2], sys.argv[3:]
+out_path, err_path, timeout, cmd = sys.argv[1], sys.argv[2], float(sys.argv[3]), sys.argv[4:]
 page_kib = os.sysconf("SC_PAGE_SIZE") // 1024
 
 def tree_rss(root):
@@ -144,15 +155,22 @@ def tree_rss(root):
 
 with open(out_path, "wb") as out, open(err_path, "wb") as err:
     start = time.perf_counter()
-    proc = subprocess.Popen(cmd, stdout=out, stderr=err, stdin=subprocess.DEVNULL)
+    proc = subprocess.Popen(cmd, stdout=out, stderr=err, stdin=subprocess.DEVNULL,
+                            start_new_session=bool(timeout))  # own group only to kill it whole
     peak = -1 if not os.path.isdir("/proc") else 0
+    timed_out = False
     while proc.poll() is None:
         if peak >= 0:
             peak = max(peak, tree_rss(proc.pid))
+        if timeout and time.perf_counter() - start > timeout:  # a hang: its workers go too
+            timed_out = True
+            os.killpg(proc.pid, 9)
+            proc.wait()
+            break
         time.sleep(0.1)
     wall = time.perf_counter() - start
 print(json.dumps({"rc": proc.returncode, "wall": wall, "maxrss": resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss,
-                  "tree": peak}))
+                  "tree": peak, "timed_out": timed_out}))
 """
 
 # What fwdlint's own walk checks under a target, and the project roots those files belong to,
@@ -220,6 +238,7 @@ print(f"fwdlint {lint_rules.__version__} at {commit or 'no git checkout'}"
 """
 
 FLAKE8_LINE = re.compile(r"^(?P<path>.+?):(?P<line>\d+):(?P<col>\d+): (?P<code>FWD\d{3}) ")
+FLAKE8_ERROR = re.compile(r"^(?P<path>.+?):\d+:\d+: (?P<message>(?:FWD000|E902|E999) .*)$")
 
 
 @dataclass
@@ -251,10 +270,12 @@ def run(cmd: list[str], cwd: str, **kwargs: Any) -> subprocess.CompletedProcess:
     return subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, **kwargs)
 
 
-def run_measured(outcome: "Outcome", cmd: list[str], out: Path, err: Path, cwd: str) -> str:
+def run_measured(outcome: "Outcome", cmd: list[str], out: Path, err: Path, cwd: str, timeout: float = 0) -> str:
     """Run ``cmd`` under ``measure``, record exit status, time, memory, load and the crashes on
     stderr in ``outcome``; its stderr."""
-    measured = measure(sys.executable, cmd, out, err, cwd)
+    measured = measure(sys.executable, cmd, out, err, cwd, timeout)
+    if measured.get("timed_out"):
+        outcome.crashes.append(f"hang: killed after {timeout:g} s (--timeout)")
     outcome.load = os.getloadavg()[0] if hasattr(os, "getloadavg") else -1.0
     outcome.rc, outcome.wall = measured["rc"], measured["wall"]
     outcome.maxrss_kib, outcome.tree_kib = measured["maxrss"], measured["tree"]
@@ -263,8 +284,8 @@ def run_measured(outcome: "Outcome", cmd: list[str], out: Path, err: Path, cwd: 
     return stderr
 
 
-def measure(python: str, cmd: list[str], out: Path, err: Path, cwd: str) -> dict[str, Any]:
-    proc = run([python, "-c", MEASURE, str(out), str(err), *cmd], cwd)
+def measure(python: str, cmd: list[str], out: Path, err: Path, cwd: str, timeout: float = 0) -> dict[str, Any]:
+    proc = run([python, "-c", MEASURE, str(out), str(err), str(timeout), *cmd], cwd)
     if proc.returncode != 0:
         raise SystemExit(f"sweep: measuring wrapper failed:\n{proc.stderr}")
     return json.loads(proc.stdout)
@@ -298,14 +319,39 @@ def skipped_dirs(directory: str, on_disk: list[str], linted: set[str]) -> Counte
     return out
 
 
-def classify_errors(outcome: Outcome, errors: list[dict], env_python: str, cwd: str) -> None:
+def read_manifest(directory: str) -> dict[str, list]:
+    """CPython's verdicts from the nearest ``MANIFEST.tsv`` at or above ``directory`` (written by
+    ``benchmarks/pathological.py``), keyed by real path: None for ``ok``, else as VERDICT gives."""
+    for folder in (Path(directory).resolve(), *Path(directory).resolve().parents):
+        manifest = folder / "MANIFEST.tsv"
+        if manifest.is_file():
+            out: dict[str, list] = {}
+            for row in manifest.read_text(encoding="utf-8").splitlines()[1:]:
+                name, _family, _kind, _size, _bytes, kind, reason = row.split("\t")
+                out[os.path.realpath(folder / name)] = None if kind == "ok" else [kind, reason, None]
+            return out
+    return {}
+
+
+# A per-file error saying the check was stopped rather than the file refused (worker isolation).
+KILLED = re.compile(r"timed? ?out|timeout|killed|signal \d|SIG[A-Z]{2,}|segmentation|worker (died|crashed)"
+                    r"|terminated abruptly|BrokenProcessPool", re.IGNORECASE)
+
+
+def classify_errors(outcome: Outcome, errors: list[dict], env_python: str, cwd: str,
+                    manifest: Optional[dict[str, list]] = None) -> None:
+    manifest = manifest or {}
     paths = sorted({e.get("path", "") for e in errors if e.get("path")})
-    proc = run([env_python, "-I", "-c", VERDICT], cwd, input=json.dumps(paths))
+    unknown = [p for p in paths if os.path.realpath(p) not in manifest]
+    proc = run([env_python, "-I", "-c", VERDICT], cwd, input=json.dumps(unknown))
     verdicts = json.loads(proc.stdout) if proc.returncode == 0 else {}
+    verdicts.update({p: manifest[os.path.realpath(p)] for p in paths if os.path.realpath(p) in manifest})
     for error in errors:
         path, message = error.get("path", ""), error.get("message", "")
         verdict = verdicts.get(path, "missing") if path else "missing"
-        if verdict == "missing":
+        if KILLED.search(message) and not (verdict and verdict != "missing" and verdict[0] in ("crash", "timeout")):
+            outcome.crashes.append(f"check stopped (timeout/kill): {path}: {message}")
+        elif verdict == "missing":
             outcome.crashes.append(f"error entry not checkable: {path}: {message}")
         elif verdict is None:
             outcome.crashes.append(f"error for a file Python compiles: {path}: {message}")
@@ -326,7 +372,8 @@ def stderr_crashes(text: str) -> list[str]:
     return found
 
 
-def sweep_target(name: str, directory: str, args: argparse.Namespace, work: Path, cwd: str) -> Outcome:
+def sweep_target(name: str, directory: str, args: argparse.Namespace, work: Path, cwd: str,
+                 manifest: Optional[dict[str, list]] = None) -> Outcome:
     outcome = Outcome(name, directory)
     # The stdlib directory holds the interpreter's own site-packages: installed packages, not stdlib.
     disk = count_on_disk(directory, ("site-packages",) if name == "stdlib" else ())
@@ -345,7 +392,7 @@ def sweep_target(name: str, directory: str, args: argparse.Namespace, work: Path
     cmd = [args.fwdlint_python, "-m", "lint_rules.cli", directory, "--format", "json", "--no-cache",
            "-j", str(args.jobs), "--python", args.python, *(["--project-root", directory] if args.own_root else [])]
     print(f"sweep: {name}: {outcome.linted} files, {' '.join(cmd[1:])}", file=sys.stderr, flush=True)
-    stderr = run_measured(outcome, cmd, out, err, cwd)
+    stderr = run_measured(outcome, cmd, out, err, cwd, args.timeout)
     try:
         payload = json.loads(out.read_text(errors="replace"))
         diagnostics, errors, stats = payload["diagnostics"], payload["errors"], payload["stats"]
@@ -354,7 +401,11 @@ def sweep_target(name: str, directory: str, args: argparse.Namespace, work: Path
         return outcome
     outcome.codes = Counter(d["code"] for d in diagnostics)
     outcome.resolved, outcome.installed = stats.get("files_read_to_resolve_names"), stats.get("installed_files_read")
-    classify_errors(outcome, errors, args.python, cwd)
+    classify_errors(outcome, errors, args.python, cwd, manifest)
+    if manifest:  # not a crash, but a file accepted that Python refuses (--dir targets)
+        reported = {os.path.realpath(e.get("path", "")) for e in errors}
+        outcome.odd.extend(f"no error for a file Python refuses ({manifest[p][0]}): {p}"
+                           for p in sorted(linted) if manifest.get(p) and p not in reported)
     expected = 2 if errors else 1 if diagnostics else 0
     if outcome.rc != expected:
         outcome.crashes.append(f"exit status {outcome.rc}, expected {expected} from the output")
@@ -378,24 +429,35 @@ def sweep_target(name: str, directory: str, args: argparse.Namespace, work: Path
     return outcome
 
 
-def sweep_flake8(name: str, directory: str, args: argparse.Namespace, work: Path, cwd: str) -> Outcome:
-    """The plugin over one target: cold, same environment; crashes and per-code counts."""
+def sweep_flake8(name: str, directory: str, args: argparse.Namespace, work: Path, cwd: str,
+                 manifest: Optional[dict[str, list]] = None) -> Outcome:
+    """The plugin over one target: cold, same environment; crashes and per-code counts. With a
+    ``manifest`` (a ``--dir`` target) its ``FWD000``/``E902``/``E999`` lines are classified as
+    the CLI's error entries."""
     outcome = Outcome(f"flake8 {name}", directory)
     out, err = work / f"flake8-{name}.txt", work / f"flake8-{name}.stderr"
     cmd = [args.fwdlint_python, "-m", "flake8", "--select", "FWD", "--fwd-no-cache",
            "--fwd-python-executable", args.python, "-j", str(args.jobs), directory]
+    if args.own_root and manifest is not None:  # --dir targets only: the package targets' runs stay as they were
+        cmd[-1:-1] = ["--fwd-project-root", directory]
     print(f"sweep: {outcome.name}: {' '.join(cmd[1:])}", file=sys.stderr, flush=True)
-    stderr = run_measured(outcome, cmd, out, err, cwd)
+    stderr = run_measured(outcome, cmd, out, err, cwd, args.timeout)
     if "critical error" in stderr.lower() or "PluginExecutionFailed" in stderr:
         outcome.crashes.append("flake8: " + " | ".join(stderr.strip().splitlines()[-2:]))
     lines = out.read_text(errors="replace").splitlines()
+    errors = []
     for line in lines:
         match = FLAKE8_LINE.match(line)
-        if match:
+        unchecked = FLAKE8_ERROR.match(line) if manifest is not None else None
+        if unchecked:
+            errors.append({"path": unchecked["path"], "message": unchecked["message"]})
+        elif match:
             outcome.codes[match["code"]] += 1
         elif line.strip():
             outcome.odd.append(f"stdout: {line[:300]}")
-    if outcome.rc not in (0, 1) or (outcome.rc == 1) != bool(outcome.codes):
+    if manifest is not None:
+        classify_errors(outcome, errors, args.python, cwd, manifest)
+    if outcome.rc not in (0, 1) or (outcome.rc == 1) != bool(outcome.codes or errors):
         outcome.crashes.append(f"exit status {outcome.rc} with {sum(outcome.codes.values())} finding(s)")
     for line in stderr.splitlines():
         if line.strip() and not line.startswith(("Traceback", " ")):
@@ -455,20 +517,28 @@ def main(argv: Optional[list[str]] = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--python", required=True,
                         help="interpreter of the environment to sweep (its packages are linted in place)")
-    parser.add_argument("--targets", default=",".join(TARGETS), help=f"comma-separated, from {','.join(TARGETS)}")
+    parser.add_argument("--targets", help=f"comma-separated, from {','.join(TARGETS)} (default: all; none with --dir)")
+    parser.add_argument("--dir", action="append", default=[], metavar="NAME=PATH",
+                        help="also sweep this directory as target NAME (repeatable)")
+    parser.add_argument("--timeout", type=float, default=0, help="kill a run after this many seconds (0: never)")
     parser.add_argument("--fwdlint-python", default=sys.executable,
                         help="interpreter with fwdlint and flake8 installed")
     parser.add_argument("--jobs", type=int, default=2)
     parser.add_argument("--slowest", type=int, default=10, help="list the N slowest files per target (0: skip)")
-    parser.add_argument("--flake8-target", default="lightning", help="target to run the flake8 plugin over ('' skips)")
+    parser.add_argument("--flake8-target", default="lightning",
+                        help="comma-separated targets to run the flake8 plugin over ('' skips)")
     parser.add_argument("--own-root", action="store_true", help="pass --project-root <target> (the cost of the "
                         "project view without a marker far above the target)")
     parser.add_argument("--keep", type=Path, help="keep raw outputs (JSON, stderr) in this directory")
     args = parser.parse_args(argv)
-    targets = [t for t in args.targets.split(",") if t]
+    targets = [t for t in (args.targets or ("" if args.dir else ",".join(TARGETS))).split(",") if t]
     unknown = sorted(set(targets) - set(TARGETS))
     if unknown:
         parser.error(f"unknown target(s): {', '.join(unknown)}")
+    dirs = dict(d.split("=", 1) for d in args.dir if "=" in d)
+    if len(dirs) != len(args.dir) or not all(os.path.isdir(p) for p in dirs.values()):
+        parser.error("--dir takes NAME=PATH of an existing directory, each NAME once")
+    dirs = {name: os.path.abspath(path) for name, path in dirs.items()}
 
     with tempfile.TemporaryDirectory(prefix="fwdlint-sweep-") as tmp:
         cwd = os.path.join(tmp, "cwd")  # empty: no config file of the caller applies
@@ -486,9 +556,16 @@ def main(argv: Optional[list[str]] = None) -> int:
                 print(f"sweep: {name} is not installed in {args.python}: skipped", file=sys.stderr)
                 continue
             outcomes.append(sweep_target(name, where[name], args, work, cwd))
-        flake8_name = args.flake8_target
-        if flake8_name and where.get(flake8_name):
-            outcomes.append(sweep_flake8(flake8_name, where[flake8_name], args, work, cwd))
+        for name, path in dirs.items():
+            outcomes.append(sweep_target(name, path, args, work, cwd, read_manifest(path)))
+        for flake8_name in args.flake8_target.split(","):
+            if flake8_name in dirs:
+                outcomes.append(sweep_flake8(flake8_name, dirs[flake8_name], args, work, cwd,
+                                             read_manifest(dirs[flake8_name])))
+            elif flake8_name and where.get(flake8_name):
+                outcomes.append(sweep_flake8(flake8_name, where[flake8_name], args, work, cwd))
+            else:
+                continue
             cli = next((o for o in outcomes if o.name == flake8_name), None)
             if cli is not None and cli.codes != outcomes[-1].codes:
                 outcomes[-1].odd.append(f"findings differ from the CLI's: flake8 {dict(outcomes[-1].codes)}, "
