@@ -42,12 +42,26 @@ def decode(data: bytes) -> str:
     return data.decode(source_encoding(data))
 
 
+#: The recursion limit a Python program starts with: compiling under it is what ``python file.py``
+#: and ``import`` do (3.11 builds the AST within the Python recursion limit), whatever limit the
+#: analysis runs with.
+PYTHON_RECURSION_LIMIT = 1000
+
+
 def python_syntax_error(source: str, path: str) -> Optional[SyntaxError]:
-    """CPython's own verdict (its parser only, about 20x faster than LibCST's)."""
+    """CPython's own verdict (its parser only, about 20x faster than LibCST's), as a program gets
+    it: nesting its parser gives up on (``MemoryError``, ``RecursionError``) is refused too."""
+    limit = sys.getrecursionlimit()
+    try:
+        sys.setrecursionlimit(PYTHON_RECURSION_LIMIT)
+    except RecursionError:  # called deeper than that already: judge under the current limit
+        pass
     try:
         with warnings.catch_warnings():  # the file's own SyntaxWarnings ("invalid escape") are not ours to print
             warnings.simplefilter("ignore")
             compile(source, path, "exec", flags=0x400, dont_inherit=True)  # ast.PyCF_ONLY_AST
+    except (MemoryError, RecursionError) as error:
+        return SyntaxError(f"nested too deeply for Python's parser ({type(error).__name__})", (path, 1, 1, ""))
     except (SyntaxError, ValueError) as error:
         if isinstance(error, SyntaxError) and error.lineno is not None:
             return error
@@ -56,6 +70,8 @@ def python_syntax_error(source: str, path: str) -> Optional[SyntaxError]:
         col = offset - line_start(source, offset) + 1 if offset >= 0 else 0
         message = error.msg if isinstance(error, SyntaxError) else str(error)
         return SyntaxError(message, (path, line, col, ""))
+    finally:
+        sys.setrecursionlimit(limit)
     return None
 
 

@@ -80,6 +80,11 @@ CASES: dict[str, Case] = {
     "names_with_spaces_and_unicode": (lambda d: (_write(d / "my model.py", GOOD.replace("M(", "A(").encode()),
                                                  _write(d / "módèle_ü.py", GOOD.replace("M(", "B(").encode())),
                                       None),
+    # CPython's parser gives up with MemoryError / RecursionError (not SyntaxError): Python refuses
+    # the file, so does fwdlint, in one line (this MemoryError used to end the run with exit 1)
+    "python_parser_memory_error": (lambda d: _write(d / "deep.py", b"x = " + b"-" * 100_000 + b"1\n"), "deep.py"),
+    "python_parser_recursion_error": (lambda d: _write(d / "long.py", b"x = " + b" + ".join([b"a"] * 10_000) + b"\n"),
+                                      "long.py"),
     # judged for the target Python, here the one running the test (tests/test_target_version.py: others)
     "python_312_313_syntax": (lambda d: _write(d / "new.py", NEW_SYNTAX),
                               "new.py" if sys.version_info < (3, 12) else None),
