@@ -22,11 +22,10 @@ from typing import Any, Optional
 import libcst as cst
 
 from lint_rules.facts.devices import init_context
-from lint_rules.facts.model import InitCall
+from lint_rules.facts.model import COMPILE, InitCall
 from lint_rules.facts.traversal import Collector, Scope
 from lint_rules.facts.walk import LEAVES, child_nodes, dotted_name
 
-COMPILE = "torch.compile"
 #: Methods that run while a model is built: what a chain from a construction starts with.
 INIT_METHODS = frozenset({"__init__", "configure_model"})
 

@@ -39,6 +39,14 @@ SRC_RESULT = "result"  # what a method of self returns (`self.layers = self._mak
 SRC_NOT_MODULE = "value"  # literal, lambda, list, tensor factory...: never a module
 SRC_UNKNOWN = "unknown"  # a value whose type the file does not tell
 
+# Names facts hold that rules compare against (here, not in the collectors, so that rules and a
+# warm run import no LibCST).
+#: Python's descriptors that change what a decorated ``def`` is (not an instance method): the
+#: builtins ``staticmethod``, ``classmethod``, ``property`` and ``functools.cached_property``.
+DESCRIPTORS = frozenset({"staticmethod", "classmethod", "property", "cached_property"})
+#: The compiler whose calls and decorators FWD201 follows (``torch.compile``, PyTorch 2.0+).
+COMPILE = "torch.compile"
+
 
 @dataclass(frozen=True)
 class Use:

@@ -14,11 +14,10 @@ from typing import Optional
 
 import libcst as cst
 
+from lint_rules.facts.model import DESCRIPTORS
 from lint_rules.facts.walk import dotted_name, string_value
 
 _NON_NAMES = ("None", "Optional", "Union")
-# Python's descriptors that change what a decorated ``def`` is (not an instance method).
-DESCRIPTORS = frozenset({"staticmethod", "classmethod", "property", "cached_property"})
 
 
 class Names:

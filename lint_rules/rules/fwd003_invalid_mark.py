@@ -39,8 +39,7 @@ from typing import Iterator, Optional
 
 from lint_rules import contract
 from lint_rules.diagnostics import Diagnostic
-from lint_rules.facts.model import ClassFacts, FileFacts, Mark, MethodFacts
-from lint_rules.facts.names import DESCRIPTORS
+from lint_rules.facts.model import DESCRIPTORS, ClassFacts, FileFacts, Mark, MethodFacts
 from lint_rules.project import ClassRef, ProjectIndex
 from lint_rules.rules.base import Invalid, Valid
 

@@ -56,8 +56,7 @@ from typing import Iterator, Optional
 
 from lint_rules import contract
 from lint_rules.diagnostics import Diagnostic
-from lint_rules.facts.init_contexts import COMPILE
-from lint_rules.facts.model import SRC_CALL, FileFacts, InitCall
+from lint_rules.facts.model import COMPILE, SRC_CALL, FileFacts, InitCall
 from lint_rules.project import ClassRef, ProjectIndex
 from lint_rules.rules.base import Invalid, Valid
 

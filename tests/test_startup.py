@@ -1,0 +1,42 @@
+"""Start-up pays only for what it uses: LibCST (about 150 ms to import) is loaded only by the
+parser processes and by ``--fix``, never by ``fwdlint --version`` or by a run whose files are all
+in the facts cache. Each case is a fresh interpreter."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+MODEL = "import torch.nn as nn\n\n\nclass M(nn.Module):\n    def generate(self, x):\n        return self(x)\n"
+# runs the CLI in this interpreter, then says whether LibCST was imported by it
+PROBE = ("import sys\nfrom lint_rules.cli import main\ntry:\n    code = main(sys.argv[1:])\nexcept SystemExit as e:\n"
+         "    code = e.code\nprint('libcst' in sys.modules, code)\n")
+
+
+def _probe(cwd: Path, *args: str) -> tuple[str, str]:
+    proc = subprocess.run([sys.executable, "-c", PROBE, *args], cwd=cwd, capture_output=True, text=True, timeout=120)
+    assert "Traceback" not in proc.stderr, proc.stderr
+    loaded, code = proc.stdout.splitlines()[-1].split()
+    return loaded, code
+
+
+def test_version_does_not_import_libcst(tmp_path: Path) -> None:
+    assert _probe(tmp_path, "--version") == ("False", "0")
+
+
+@pytest.mark.parametrize("jobs", ["1", "2"])
+def test_cold_and_warm_runs_leave_libcst_to_the_workers(tmp_path: Path, jobs: str) -> None:
+    (tmp_path / "pyproject.toml").write_text("")
+    (tmp_path / "model.py").write_text(MODEL)
+    assert _probe(tmp_path, "-j", jobs, ".") == ("False", "1")  # cold: parsed in a worker
+    assert _probe(tmp_path, "-j", jobs, ".") == ("False", "1")  # warm: nothing parsed
+
+
+def test_fix_imports_libcst_in_process(tmp_path: Path) -> None:
+    """The control: the fixers edit with LibCST in fwdlint's own process."""
+    (tmp_path / "pyproject.toml").write_text("")
+    (tmp_path / "model.py").write_text(MODEL)
+    assert _probe(tmp_path, "--fix", ".") == ("True", "0")
