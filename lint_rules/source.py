@@ -38,8 +38,22 @@ def source_encoding(data: bytes) -> str:
 
 
 def decode(data: bytes) -> str:
-    """Decode Python source as the interpreter would."""
-    return data.decode(source_encoding(data))
+    """Decode Python source as ``import`` would: bytes that are not text in the file's encoding
+    are refused, unless CPython's compiler accepts them, which it does inside comments
+    (``# caf\\xe9`` in a UTF-8 file imports; ``python file.py`` refuses it). Those become U+FFFD:
+    a comment ends its line, so no position of code moves."""
+    encoding = source_encoding(data)
+    try:
+        return data.decode(encoding)
+    except UnicodeDecodeError:
+        try:
+            compile(data, "<source>", "exec", flags=0x400, dont_inherit=True)  # ast.PyCF_ONLY_AST
+            accepted = True
+        except (SyntaxError, ValueError, MemoryError, RecursionError):
+            accepted = False
+        if not accepted:
+            raise  # the decoding error
+        return data.decode(encoding, "replace")
 
 
 #: The recursion limit a Python program starts with: compiling under it is what ``python file.py``

@@ -48,6 +48,9 @@ Case = tuple[Callable[[Path], None], Optional[Union[str, tuple[str, ...]]]]
 CASES: dict[str, Case] = {
     "nul_bytes": (lambda d: _write(d / "nul.py", b"x = 1\n\x00y = 2\n"), "nul.py"),
     "invalid_utf8": (lambda d: _write(d / "bad_utf8.py", b"x = '\xff\xfe'\n"), "bad_utf8.py"),
+    # CPython's compiler (import) accepts bytes that are not UTF-8 inside a comment: so does fwdlint
+    "invalid_utf8_in_a_comment": (lambda d: _write(d / "comment.py", GOOD.replace("M(", "C(").encode()
+                                                   + b"# caf\xe9 \xed\xa0\x80\n"), None),
     "latin1_without_cookie": (lambda d: _write(d / "latin.py", "s = 'café'\n".encode("latin-1")), "latin.py"),
     "latin1_with_cookie": (lambda d: _write(d / "latin.py", "# -*- coding: latin-1 -*-\ns = 'café'\n"
                                                             .encode("latin-1")), None),
