@@ -68,14 +68,14 @@ class Session:
 
     def __init__(self, run: Run, first_path: Optional[str] = None) -> None:
         self.run = run
+        self._first_root = run.project_root or (find_root(Path(first_path)) if first_path else None)
         cache_dir = None
         if run.cache:
-            root = run.project_root or (find_root(Path(first_path)) if first_path else None)
+            root = self._first_root
             cache_dir = run.cache_dir or (default_cache_dir(root) if root is not None else None)
         self.per_file_ignores = tuple((normalize_pattern(p), codes) for p, codes in run.per_file_ignores)
         self.views: dict[Optional[Path], ProjectIndex] = {}
         self._environment = run.environment
-        self._first_root = run.project_root or (find_root(Path(first_path)) if first_path else None)
         self.store = FactsStore(cache_dir, target=self.environment.version)  # syntax is judged for it
         self.resolved: set[str] = set()  # files read only to resolve names
         self.installed: set[str] = set()  # ... of them, under the environment's package directories

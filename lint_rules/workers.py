@@ -203,17 +203,16 @@ class _Worker:
         tail = self._stderr_tail()
         if "memory allocation of" in tail or "MemoryError" in tail:  # Rust's allocation failure, Python's
             return out_of_memory(self.memory)
-        said = tail.strip().splitlines()[-1].strip()[:200] if tail.strip() else ""
-        if code < 0:
-            try:
-                name = signal.Signals(-code).name
-            except ValueError:
-                name = f"signal {-code}"
-            said = f": {said}" if said else ""
-            if name == "SIGKILL":
-                return f"the parser was killed (SIGKILL; by the system for lack of memory?){said}"
-            return f"the parser crashed ({name}){said}"
-        return f"the parser process ended with status {code}{': ' + said if said else ''}"
+        said = f": {tail.strip().splitlines()[-1].strip()[:200]}" if tail.strip() else ""  # its last line
+        if code >= 0:
+            return f"the parser process ended with status {code}{said}"
+        try:
+            name = signal.Signals(-code).name
+        except ValueError:
+            name = f"signal {-code}"
+        if name == "SIGKILL":
+            return f"the parser was killed (SIGKILL; by the system for lack of memory?){said}"
+        return f"the parser crashed ({name}){said}"
 
     def _stderr_tail(self) -> str:
         try:

@@ -132,8 +132,12 @@ def fix_file(fix_source: Callable[[str, bytes, Sequence[Diagnostic]], FileFix],
             source: Optional[str] = decode(data)
         except (SyntaxError, UnicodeDecodeError, LookupError):
             source = None
-        message = f"fix not applied: {one_line(error, source, path)}"
-        return FileFix(path, error=message, unfixed=[Unfixed(d, "fix failed") for d in diagnostics])
+        return _not_applied(path, one_line(error, source, path), diagnostics)
+
+
+def _not_applied(path: str, reason: str, diagnostics: Sequence[Diagnostic]) -> FileFix:
+    """A file left untouched: the error line says why, its findings are unfixed."""
+    return FileFix(path, error=f"fix not applied: {reason}", unfixed=[Unfixed(d, "fix failed") for d in diagnostics])
 
 
 def fix_files(fix_source: Callable[[str, bytes, Sequence[Diagnostic]], FileFix],
@@ -150,5 +154,5 @@ def fix_files(fix_source: Callable[[str, bytes, Sequence[Diagnostic]], FileFix],
         results = pool.map(function, tasks)
     finally:
         pool.close()
-    return [FileFix(path, error=f"fix not applied: {result.reason}", unfixed=[Unfixed(d, "fix failed") for d in found])
-            if isinstance(result, workers.Failure) else result for (path, found), result in zip(tasks, results)]
+    return [_not_applied(path, result.reason, found) if isinstance(result, workers.Failure) else result
+            for (path, found), result in zip(tasks, results)]
