@@ -18,18 +18,24 @@ anything would change or remains, 2 on errors.
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from pathlib import Path
-from typing import Optional, Sequence
+from typing import TYPE_CHECKING, Optional, Sequence
 
-from lint_rules import __version__, contract, environment, report, settings
-from lint_rules.diagnostics import FileError
-from lint_rules.discover import python_files
-from lint_rules.engine import Result, Run, analyse
-from lint_rules.fix import run as fix
-from lint_rules.layout import find_root
-from lint_rules.project import Config
+from lint_rules import __version__, contract
+
+if TYPE_CHECKING:
+    from lint_rules import environment, settings
+    from lint_rules.engine import Result, Run
+    from lint_rules.fix.run import FixRun
+
+# ``--version`` and ``--help`` import nothing but argparse and ``contract``: the engine, the store,
+# the reports and the fixers are imported by the code that uses them (tests/test_startup.py).
+
+#: ``report.FORMATS`` and ``fix.run.STYLES``, named here so that building the parser imports
+#: neither (tests/test_cli.py keeps them equal).
+FORMATS = ("text", "json", "github", "sarif")
+FIX_STYLES = ("decorator", "call")
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -62,7 +68,8 @@ def _input_options(parser: argparse.ArgumentParser) -> None:
                         "([fwdlint], or [tool.fwdlint] in a .toml file; default: the first pyproject.toml, "
                         "setup.cfg, tox.ini or .flake8 with one, from the checked paths upwards)")
     parser.add_argument("--isolated", action="store_true", help="read no configuration file")
-    parser.add_argument("-j", "--jobs", type=int, default=1, help="parallel workers (0: one per CPU)")
+    parser.add_argument("-j", "--jobs", type=int, default=None, help="parser processes (0: one per CPU; default: "
+                        "one per CPU when enough files need parsing to repay starting them, else 1)")
     parser.add_argument("--module-bases", help="extra base classes that are nn.Module subclasses")
     parser.add_argument("--mark-decorators", help="comma-separated names of your own decorators that apply "
                         f"runtime_shim's @{contract.DECORATOR_NAME} and so also mark an entry point, in addition "
@@ -81,13 +88,14 @@ def _input_options(parser: argparse.ArgumentParser) -> None:
 
 def _output_options(parser: argparse.ArgumentParser) -> None:
     """How findings are reported (``report.py``, ``sarif.py``), and ``--explain``."""
-    from lint_rules import rule_docs
 
     class Explain(argparse.Action):
         """Print a rule's documentation and stop, like ``--version`` (0; an unknown code: one line, 2)."""
 
         def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, value: object,
                      option: object = None) -> None:
+            from lint_rules import rule_docs
+
             rule = rule_docs.rule_for(str(value))
             if rule is None:
                 parser.exit(2, f"fwdlint: error: --explain {value}: no such rule "
@@ -95,7 +103,7 @@ def _output_options(parser: argparse.ArgumentParser) -> None:
             sys.stdout.write(rule_docs.documentation(rule) + "\n")
             parser.exit(0)
 
-    parser.add_argument("--format", choices=report.FORMATS, default="text",
+    parser.add_argument("--format", choices=FORMATS, default="text",
                         help="text (default), json, github (Actions workflow commands) or sarif (SARIF 2.1.0)")
     parser.add_argument("--output-file", metavar="PATH", help="write the report (what would go to stdout) "
                         "to PATH, replacing it atomically; errors stay on stderr")
@@ -117,7 +125,7 @@ def _fix_options(parser: argparse.ArgumentParser) -> None:
     mode = parser.add_mutually_exclusive_group()
     mode.add_argument("--fix", action="store_true", help="mark unmarked entry points in place")
     mode.add_argument("--diff", action="store_true", help="print the --fix changes as a unified diff, write nothing")
-    parser.add_argument("--fix-style", choices=fix.STYLES, default="decorator",
+    parser.add_argument("--fix-style", choices=FIX_STYLES, default="decorator",
                         help="decorator: add @forward_entry (default); call: add model.mark_forward_method(...) "
                              "after fabric.setup() / register_fsdp_forward_method(...) after fully_shard()")
 
@@ -131,13 +139,17 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         args = parser.parse_args(argv)
     except SystemExit as exit_:
         return int(exit_.code or 0) and 2
-    if args.jobs < 0:
+    if args.jobs is not None and args.jobs < 0:
         parser.print_usage(sys.stderr)
         print("fwdlint: error: -j must be 0 or more", file=sys.stderr)
         return 2
     run = _run_options(args)
     if isinstance(run, int):
         return run
+    from lint_rules.diagnostics import FileError
+    from lint_rules.discover import python_files
+    from lint_rules.engine import analyse
+
     walk_errors: list[tuple[str, str]] = []
     files = list(python_files(args.paths, run.exclude, errors=walk_errors))
     if args.fix or args.diff:
@@ -149,7 +161,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
 
 def _report(args: argparse.Namespace, result: Result, run: Run) -> int:
     """Print the findings and errors of an analysis in the chosen format; the exit status."""
-    from lint_rules import sarif
+    from lint_rules import report, sarif
 
     counts = report.statistics(result.diagnostics) if args.statistics else ""
     err = report.error_lines(result.errors)
@@ -179,6 +191,10 @@ def _report(args: argparse.Namespace, result: Result, run: Run) -> int:
 
 def _run_options(args: argparse.Namespace) -> Run | int:
     """The run the options and the configuration ask for, or an exit status after a one-line error."""
+    from lint_rules import environment, settings
+    from lint_rules.engine import AUTO_JOBS, Run
+    from lint_rules.project import Config
+
     given = {key: getattr(args, key.replace("-", "_")) for key in (*settings.LIST_KEYS, "per-file-ignores")}
     try:
         options = settings.resolve({**given, "python": args.python}, args.paths, args.config, args.isolated)
@@ -198,15 +214,25 @@ def _run_options(args: argparse.Namespace) -> Run | int:
         return 2
     return Run(config=Config(module_bases=options.module_bases, mark_decorators=options.mark_decorators),
                select=options.select, ignore=options.ignore, environment=env,
-               jobs=args.jobs or os.cpu_count() or 1, project_root=args.project_root.resolve() if args.project_root
-               else None, cache=not args.no_cache, cache_dir=args.cache_dir, exclude=options.exclude,
-               per_file_ignores=options.per_file_ignores)
+               jobs=AUTO_JOBS if args.jobs is None else args.jobs or _cpus(),
+               project_root=args.project_root.resolve() if args.project_root else None, cache=not args.no_cache,
+               cache_dir=args.cache_dir, exclude=options.exclude, per_file_ignores=options.per_file_ignores,
+               start=settings.start_directory(args.paths))
+
+
+def _cpus() -> int:
+    from lint_rules.workers import cpus
+
+    return cpus()
 
 
 def _environment(args: argparse.Namespace, options: settings.Options) -> environment.Environment:
     """The environment the run reads installed packages from (``environment.find``); its warnings,
     and with ``--verbose`` its one-line description, go to stderr. Only an interpreter named on the
     command line may be run, never one a configuration file names."""
+    from lint_rules import environment, settings
+    from lint_rules.layout import find_root
+
     start = settings.start_directory(args.paths)
     project = args.project_root.resolve() if args.project_root else find_root(start) or start
     configured = options.python_source  # "setup.cfg: error: [fwdlint] 'python-executable'", None: --python
@@ -218,6 +244,9 @@ def _environment(args: argparse.Namespace, options: settings.Options) -> environ
 
 
 def _fix(args: argparse.Namespace, files: list[str], options: Run, walk_errors: list[tuple[str, str]]) -> int:
+    from lint_rules.diagnostics import FileError
+    from lint_rules.fix import run as fix
+
     if args.format not in ("text", "json"):
         print(f"fwdlint: error: --format {args.format} reports findings; with --fix or --diff use text or json",
               file=sys.stderr)
@@ -228,9 +257,12 @@ def _fix(args: argparse.Namespace, files: list[str], options: Run, walk_errors: 
     return _fix_report(args, run)
 
 
-def _fix_report(args: argparse.Namespace, run: fix.FixRun) -> int:
+def _fix_report(args: argparse.Namespace, run: FixRun) -> int:
     """Print a fix run; the exit status. text: the diff to stdout, the rest to stderr; json: one
     document on stdout (``report.fix_json``), only error lines on stderr."""
+    from lint_rules import report
+    from lint_rules.fix import run as fix
+
     counts = report.statistics(u.diagnostic for u in run.unfixed) if args.statistics else ""
     err = report.error_lines(run.errors)
     if args.format == "json":

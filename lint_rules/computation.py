@@ -28,38 +28,10 @@ from lint_rules.facts.model import (
 )
 from lint_rules import contract
 from lint_rules.project import ClassRef, ProjectIndex
+from lint_rules.vocabulary import (
+    ENTRY_METHOD_NAMES, FACTORY_SUFFIXES, FORWARD_NAMES, KEYED_CONTAINERS, MODULE_API, MODULE_METHODS, TORCH_NN_HEADS,
+)
 
-_FORWARD_NAMES = frozenset({"forward", "__call__"})
-#: The last resort, used only when the class of a submodule cannot be found (not in the project,
-#: not installed, built by a registry or a config file): its methods of these names are taken
-#: as computation (``self.model.generate(...)`` on a model a LightningModule is given), as is
-#: any method whose name starts with ``forward`` (``forward_features``, ``forward_encoder``).
-#: A submodule whose class is found is judged by what its methods do, never by this list.
-ENTRY_METHOD_NAMES = frozenset({
-    "generate", "encode", "decode", "sample", "forward_features", "forward_head",
-    "get_image_features", "get_text_features",
-    # Hugging Face's conventional submodule names and `base_model` (a property returning one).
-    "base_model", "model", "encoder", "decoder", "backbone", "language_model", "vision_model",
-    "text_model", "embed_tokens", "lm_head",
-})
-_FACTORY_SUFFIXES = (".from_pretrained", ".from_config", ".from_single_file")
-#: Methods only an ``nn.Module`` has among the things models hold (tokenizers, functions, matchers,
-#: samplers): an attribute of unknown class used with one of them is a module (evidence by use).
-#: ``to``/``cuda`` also exist on tensors, which are never called, so they cannot mislead here;
-#: ``state_dict``/``zero_grad`` are left out (optimizers and schedulers have them).
-MODULE_API = frozenset({
-    "eval", "train", "parameters", "named_parameters", "buffers", "named_buffers", "children",
-    "named_children", "modules", "named_modules", "requires_grad_", "apply", "register_forward_hook",
-    "register_forward_pre_hook", "get_submodule", "to", "cuda",
-})
-#: Methods of ``nn.Module`` and of its containers: on a ``ModuleDict`` these are methods, any other
-#: attribute is an entry (``self.mods.encoder``).
-_MODULE_METHODS = frozenset({
-    "keys", "values", "items", "update", "pop", "clear", "append", "extend", "insert", "add_module",
-    "register_module", "register_buffer", "register_parameter", "state_dict", "load_state_dict", "half",
-    "float", "double", "bfloat16", "cpu", "type", "zero_grad", "extra_repr", "to_empty", "compile",
-    "share_memory", "get_parameter", "get_buffer", "named_parameters", "named_buffers", "set_submodule",
-}) | MODULE_API
 #: Getters whose result is a submodule when the project cannot show what they return
 #: (``self.get_input_embeddings()(ids)``, ``enc = self.get_encoder(); enc(x)``).
 _MODULE_GETTER = re.compile(r"get_\w*(embeddings|encoder|decoder|model|backbone|head|layer|module)s?")
@@ -166,7 +138,7 @@ class ClassAnalysis:
             built = [self.index.is_module_ref(ref, item.file, load=load) for ref in found[1].builds]
             return True if True in built else None
         ref = src.ref
-        if src.kind == SRC_CALL and ref.endswith(_FACTORY_SUFFIXES):
+        if src.kind == SRC_CALL and ref.endswith(FACTORY_SUFFIXES):
             ref = ref.rpartition(".")[0]
             if ref.rpartition(".")[2].startswith("Auto"):
                 return True
@@ -182,7 +154,7 @@ class ClassAnalysis:
         kinds = (SRC_ELEMENT,) if elements else (SRC_CALL, SRC_PARAM, SRC_ANNOTATION, SRC_PARAM_CALL)
         found: list[ClassRef] = []
         for item, src in self.sources(attr):
-            if src.kind in kinds and not src.ref.endswith(_FACTORY_SUFFIXES):
+            if src.kind in kinds and not src.ref.endswith(FACTORY_SUFFIXES):
                 cls = self.index.find_class(src.ref, item.file, load=load)
                 if cls is not None and all(cls.key != known.key for known in found):
                     found.append(cls)
@@ -234,7 +206,7 @@ class ClassAnalysis:
             if use.kind == SELF_CALL:
                 return [method.name, evidence]
             if use.kind == SUPER_CALL:
-                if use.name in _FORWARD_NAMES:
+                if use.name in FORWARD_NAMES:
                     return [method.name, evidence]
                 found = self.lookup(use.name, after=position)
                 inner = self._chain(*found) if found else None
@@ -243,7 +215,7 @@ class ClassAnalysis:
             elif use.kind == ATTR_CALL:
                 found = self.lookup(use.name)
                 if found is not None:
-                    if use.name in _FORWARD_NAMES:
+                    if use.name in FORWARD_NAMES:
                         return [method.name, evidence]
                     inner = self._chain(*found) or self._override_chain(found[1])
                     if inner:
@@ -343,7 +315,7 @@ class ClassAnalysis:
             return False
         targets = [t for t in self.submodule_classes(attr) if t.key != self.ref.key]
         if not targets:
-            if self._is_keyed_container(attr) and method not in _MODULE_METHODS:
+            if self._is_keyed_container(attr) and method not in MODULE_METHODS:
                 return True  # self.mods.encoder(x): a ModuleDict's entry, called
             return _unknown_entry(method)
         return any(_method_computes(self.index, target, method) for target in targets)
@@ -351,7 +323,7 @@ class ClassAnalysis:
     def _is_keyed_container(self, attr: str) -> bool:
         """A ``ModuleDict``/``Sequential``, whose entries are its attributes."""
         return any(src.kind in (SRC_CALL, SRC_ANNOTATION, SRC_PARAM) and src.ref.rpartition(".")[2] in (
-            "ModuleDict", "Sequential") and src.ref.split(".", 1)[0] in ("torch", "nn")
+            KEYED_CONTAINERS) and src.ref.split(".", 1)[0] in TORCH_NN_HEADS
             for _, src in self.sources(attr))
 
     def _path_method_computes(self, path: str, method: str) -> bool:
@@ -410,7 +382,7 @@ class ClassAnalysis:
 
 
 def _unknown_entry(method: str) -> bool:
-    return method in ENTRY_METHOD_NAMES or method.startswith("forward") or method in _FORWARD_NAMES
+    return method in ENTRY_METHOD_NAMES or method.startswith("forward") or method in FORWARD_NAMES
 
 
 def _keyed(summary: MethodFacts, file: FileFacts) -> MethodFacts:

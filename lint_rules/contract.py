@@ -54,8 +54,15 @@ def is_lightning_module(qualified: str) -> bool:
     return last == "LightningModule" and (not head or head.split(".", 1)[0] in LIGHTNING_PACKAGES)
 
 
+#: The forward itself and the call that runs it: ``m.forward(x)``, ``m.__call__(x)`` and ``m(x)``
+#: all run the module's computation (torch 2.13 torch/nn/modules/module.py, ``Module``).
+FORWARD_NAMES: frozenset[str] = frozenset({"forward", "__call__"})
+#: torch 2.13 ``Module.__call__`` is ``_wrapped_call_impl``, which calls ``_call_impl``: their frames
+#: stand between a caller and ``forward`` (the runtime skips them on the stack, the linter never
+#: takes them for entry points). Names, not the functions: the linter has no torch.
+CALL_IMPL: frozenset[str] = frozenset({"_call_impl", "_wrapped_call_impl"})
 #: Never entry points: the forward itself and the call protocol.
-NEVER_ENTRY: frozenset[str] = frozenset({"forward", "__call__", "_call_impl", "_wrapped_call_impl"})
+NEVER_ENTRY: frozenset[str] = FORWARD_NAMES | CALL_IMPL
 
 
 def is_dunder(name: str) -> bool:

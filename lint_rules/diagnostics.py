@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
+from pathlib import Path
+from typing import Optional
 
 
 @dataclass(frozen=True, order=True)
@@ -30,3 +33,13 @@ def shown(path: str) -> str:
         return path
     return "".join(c if c.isprintable() else c.encode("unicode_escape", "backslashreplace").decode("ascii")
                    for c in path)
+
+
+def below(path: str, cwd: Optional[str] = None) -> Optional[str]:
+    """``path`` relative to ``cwd`` (default: the working directory) with ``/``, if it lies below it;
+    else None. (GitHub annotations and SARIF URIs want such paths; ``fix.diff.diff_name`` too.)"""
+    base = cwd or os.getcwd()
+    relative = os.path.relpath(os.path.abspath(os.path.join(base, path)), base)
+    if relative == os.pardir or relative.startswith(os.pardir + os.sep):
+        return None
+    return Path(relative).as_posix()

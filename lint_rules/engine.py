@@ -8,6 +8,7 @@ project root, read through the facts store, plus the files the run was given.
 
 from __future__ import annotations
 
+import os
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -21,7 +22,11 @@ from lint_rules.layout import VIEW_LIMIT, find_root, module_name_for, view_files
 from lint_rules.noqa import is_suppressed
 from lint_rules.project import Config, ProjectIndex
 from lint_rules.rules import selected, selected_codes
-from lint_rules.store import FactsStore, default_cache_dir
+from lint_rules.store import CACHE_DIR_NAME, FactsStore, default_cache_dir
+
+
+#: ``Run.jobs`` that lets the number of files to parse decide (``workers.auto_jobs``): ``fwdlint``'s default.
+AUTO_JOBS = 0  # workers.AUTO (not imported: a warm run never needs the workers)
 
 
 @dataclass(frozen=True)
@@ -31,15 +36,18 @@ class Run:
     config: Config = Config()
     select: tuple[str, ...] = ("FWD",)
     ignore: tuple[str, ...] = ()
-    jobs: int = 1
+    jobs: int = 1  # parser processes; AUTO_JOBS: as many as the files to parse repay
     project_root: Optional[Path] = None  # None: found from each path
     cache: bool = True
-    cache_dir: Optional[Path] = None  # None: .fwdlint_cache under the (first) project root
+    cache_dir: Optional[Path] = None  # None: .fwdlint_cache under the (first) project root (``Session``)
     exclude: tuple[str, ...] = ()  # also left out of project views
     # (pattern, codes): codes also ignored in files the pattern names (``discover.matches``)
     per_file_ignores: tuple[tuple[str, tuple[str, ...]], ...] = ()
     # Where installed packages are read from (``environment``); None: the default interpreter's.
     environment: Optional[environment.Environment] = None
+    # The directory holding every checked path (``settings.start_directory``): files in no project are
+    # cached under it. None: the first path's (its directory).
+    start: Optional[Path] = None
 
 
 @dataclass
@@ -69,16 +77,24 @@ class Session:
     def __init__(self, run: Run, first_path: Optional[str] = None) -> None:
         self.run = run
         self._first_root = run.project_root or (find_root(Path(first_path)) if first_path else None)
-        cache_dir = None
-        if run.cache:
-            root = self._first_root
-            cache_dir = run.cache_dir or (default_cache_dir(root) if root is not None else None)
+        cache_dir = self._cache_dir(first_path) if run.cache else None
         self.per_file_ignores = tuple((normalize_pattern(p), codes) for p, codes in run.per_file_ignores)
         self.views: dict[Optional[Path], ProjectIndex] = {}
         self._environment = run.environment
         self.store = FactsStore(cache_dir, target=self.environment.version)  # syntax is judged for it
         self.resolved: set[str] = set()  # files read only to resolve names
         self.installed: set[str] = set()  # ... of them, under the environment's package directories
+
+    def _cache_dir(self, first_path: Optional[str]) -> Optional[Path]:
+        """``--cache-dir``, else the first project's, else (files in no project, as ruff does) one
+        under the directory the run was given: without one a warm run would silently cost as much
+        as a cold one; inside what the user ran on it needs no word, any other place would."""
+        if self.run.cache_dir is not None or self._first_root is not None:
+            return self.run.cache_dir or default_cache_dir(self._first_root)  # type: ignore[arg-type]
+        if first_path is None:  # standard input alone: nothing to cache across runs
+            return None
+        start = self.run.start or Path(first_path if os.path.isdir(first_path) else os.path.dirname(first_path))
+        return start.resolve() / CACHE_DIR_NAME
 
     @property
     def environment(self) -> environment.Environment:

@@ -15,14 +15,8 @@ from typing import Callable, Optional
 
 from lint_rules import contract
 from lint_rules.facts.model import ClassFacts, FileFacts, FunctionFacts, MethodFacts
+from lint_rules.vocabulary import KNOWN_MODULE_BASES, NOT_MODULE_TORCH_NN, TYPING_BASES
 
-#: Library base classes that are ``nn.Module`` subclasses, matched by their last name so a
-#: project need not have the library's source. Extended by the ``module-bases`` option.
-KNOWN_MODULE_BASES = frozenset({
-    "LightningModule", "PreTrainedModel", "ModelMixin", "PreTrainedAudioTokenizerBase",
-    "TimmModule", "HookedRootModule",
-})
-_NOT_MODULE_TORCH_NN = frozenset({"Parameter", "Buffer", "UninitializedParameter", "UninitializedBuffer"})
 _BUILTINS = frozenset(dir(builtins))
 #: Files one name may cause to be read through star imports (see ``_through_stars``).
 STAR_READS = 64
@@ -31,7 +25,6 @@ SEARCH_STEPS = 2000
 #: Packages whose classes are known by name (``torch.nn.Linear`` is a module, ``torch.Tensor`` is
 #: not): their sources are never read to resolve names (torch alone is 300k lines of Python).
 _KNOWN_BY_NAME = ("torch.", "builtins.", "typing.", "abc.", "collections.", "numpy.")
-_TYPING_BASES = frozenset({"abc.ABC", "typing.Generic", "typing.Protocol", "ABC", "Generic", "Protocol"})
 
 
 @dataclass(frozen=True)
@@ -97,6 +90,21 @@ class ProjectIndex:
             else:
                 self.marked_names.add(mark.name)
         self._subclasses = None
+
+    def with_files(self, replaced: dict[str, FileFacts]) -> "ProjectIndex":
+        """A new view of the same project where ``replaced`` (path -> facts) stand for those files:
+        what a fix pass is verified against. Nothing computed from the old facts is carried over."""
+        view = ProjectIndex(config=self.config, loader=self.loader, roots=list(self.roots),
+                            env_roots=list(self.env_roots))
+        stale = {self.files[path].module for path in replaced if path in self.files}
+        view.modules = {name: facts for name, facts in self.modules.items()
+                        if name not in stale and (facts is None or facts.path not in replaced)}
+        for path, facts in self.files.items():
+            view.add(replaced.get(path, facts))
+        for path, facts in replaced.items():
+            if path not in self.files:
+                view.add(facts)
+        return view
 
     # -- modules and classes ---------------------------------------------------------------
     def module(self, name: str) -> Optional[FileFacts]:
@@ -214,7 +222,7 @@ class ProjectIndex:
             return None
         head, _, last = ref.rpartition(".")
         if head in ("torch.nn", "nn") or head.startswith("torch.nn.modules"):
-            return last[:1].isupper() and last not in _NOT_MODULE_TORCH_NN
+            return last[:1].isupper() and last not in NOT_MODULE_TORCH_NN
         if ref.endswith(".nn.Module"):
             return True
         if last in KNOWN_MODULE_BASES or any(self._configured(ref, b) for b in self.config.module_bases):
@@ -321,7 +329,7 @@ class ProjectIndex:
         a method it lacks may come from a base that could not be read."""
         for item in self.mro(ref):
             for base in item.cls.bases:
-                if base.split(".", 1)[0] == "torch" or base in _BUILTINS or base in _TYPING_BASES:
+                if base.split(".", 1)[0] == "torch" or base in _BUILTINS or base in TYPING_BASES:
                     continue
                 if self.find_class(base, item.file, load=False) is None:
                     return False

@@ -17,12 +17,11 @@ from __future__ import annotations
 
 import collections
 import json
-import os
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable, Optional, Sequence, Union
 
-from lint_rules.diagnostics import Diagnostic, FileError, shown
+from lint_rules.diagnostics import Diagnostic, FileError, below, shown
 from lint_rules.engine import Result
 from lint_rules.fix.atomic import atomic_write
 from lint_rules.rule_docs import name_of
@@ -33,16 +32,6 @@ if TYPE_CHECKING:
 
 JSON_VERSION = 1
 FORMATS = ("text", "json", "github", "sarif")
-
-
-def below(path: str, cwd: Optional[str] = None) -> Optional[str]:
-    """``path`` relative to ``cwd`` (default: the working directory) with ``/``, if it lies below it;
-    else None. (GitHub annotations and SARIF URIs want such paths; ``fix.run.diff_name`` too.)"""
-    base = cwd or os.getcwd()
-    relative = os.path.relpath(os.path.abspath(os.path.join(base, path)), base)
-    if relative == os.pardir or relative.startswith(os.pardir + os.sep):
-        return None
-    return Path(relative).as_posix()
 
 
 def finding_text(diagnostic: Diagnostic) -> str:
@@ -134,7 +123,7 @@ def fix_json(run: "FixRun", diff: bool) -> str:
 
     ``files``: the files written (``--fix``) or that would change (``--diff``, with the unified diff
     as text in the file's own encoding; encode it back with that encoding for ``git apply``)."""
-    from lint_rules.fix.run import unified_diff  # not at import time: fix.run imports this module
+    from lint_rules.fix.diff import unified_diff
     from lint_rules.source import source_encoding
 
     files: dict[str, dict[str, Any]] = {}

@@ -26,9 +26,9 @@ from typing import Any, Optional
 from urllib.parse import quote
 
 from lint_rules import __version__, rule_docs, rules
-from lint_rules.diagnostics import Diagnostic, FileError
+from lint_rules.diagnostics import Diagnostic, FileError, below
 from lint_rules.engine import Result
-from lint_rules.report import below, finding_text
+from lint_rules.report import finding_text
 
 SCHEMA = "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json"
 SRCROOT = "%SRCROOT%"

@@ -6,8 +6,9 @@ versions and the code that shapes stored facts (``_FACTS_CODE``). A moved, edite
 packaged file is a different key, another version of fwdlint a different file, so nothing needs
 invalidating and two versions sharing a cache directory leave each other alone.
 
-Persistent across runs under the project root in ``.fwdlint_cache/`` (``--cache-dir``, ``--no-cache``;
-a file outside any project gets no cache unless ``--cache-dir`` asks for one). The cache directory
+Persistent across runs under the project root in ``.fwdlint_cache/`` (``--cache-dir``, ``--no-cache``).
+Files in no project are cached under the directory the run was given (the deepest holding every
+path given; ``engine.Session``), as ruff does, never elsewhere. The cache directory
 is fwdlint's own: marked by a ``CACHEDIR.TAG`` (standard signature, fwdlint's comment line) written
 when fwdlint creates the directory or finds it empty; a chosen directory that is neither empty nor
 fwdlint's gets the cache in its subdirectory ``.fwdlint_cache``, and if that is not possible either
@@ -40,9 +41,9 @@ import stat
 import sys
 import time
 from pathlib import Path
-from typing import Optional, Sequence, Union
+from typing import TYPE_CHECKING, Optional, Sequence, Union
 
-from lint_rules import __version__, workers
+from lint_rules import __version__
 from lint_rules.diagnostics import FileError
 from lint_rules.facts import codec
 from lint_rules.facts.model import FileFacts
@@ -62,7 +63,8 @@ _LEGACY = {".gitignore", "facts.sqlite", "facts.sqlite-wal", "facts.sqlite-shm"}
 #: contract, source decoding and positions), this module's ``_extract`` (the syntax verdicts) and
 #: ``workers`` (its recursion limit and stack decide what is too deeply nested). Module names and
 #: paths are in each key already, so ``layout`` and ``discover`` are not.
-_FACTS_CODE = ("facts/*.py", "noqa.py", "contract.py", "source.py", "positions.py", "store.py", "workers.py")
+_FACTS_CODE = ("facts/*.py", "noqa.py", "contract.py", "vocabulary.py", "source.py", "positions.py", "store.py",
+               "workers.py")
 
 _VERSIONS_KEPT = 3  # per file (and per evidence flag): switching branches back and forth stays warm
 _MAX_ROWS = 50_000  # about a project of 25,000 files, each with and without evidence lines
@@ -100,6 +102,9 @@ _SCHEMA = (f"fwdlint-facts-{codec.FORMAT}-{__version__}-{_facts_code_digest()}"
            f"-py{sys.version_info[0]}.{sys.version_info[1]}-libcst{_libcst_version()}")
 _SCHEMA_ID = hashlib.blake2b(_SCHEMA.encode(), digest_size=8).hexdigest()
 _ERROR = "!"  # prefix of a cached error message
+
+if TYPE_CHECKING:  # imported where a file needs parsing: a warm run starts no worker (and spares the import)
+    from lint_rules import workers
 
 Outcome = Union[FileFacts, FileError]
 
@@ -284,13 +289,16 @@ class _Cache:
         except sqlite3.Error as error:
             self._failed(error)
             return None
-        return row[0] if row else None
+        if row is None:
+            return None
+        return row[0].decode("utf-8", "surrogateescape") if isinstance(row[0], bytes) else row[0]
 
     def put(self, key: str, value: str, slot: str) -> None:
         """Store a value; the file's versions beyond the last few go (edits must not pile up)."""
         if self.db is None:
             return
         try:
+            value, slot = _storable(value), _storable(slot)  # type: ignore[assignment]
             self.db.execute("INSERT OR REPLACE INTO facts VALUES (?, ?, ?)", (key, value, slot))
             self.db.execute("DELETE FROM facts WHERE slot = ? AND rowid NOT IN (SELECT rowid FROM facts "
                             "WHERE slot = ? ORDER BY rowid DESC LIMIT ?)", (slot, slot, _VERSIONS_KEPT))
@@ -405,7 +413,8 @@ class FactsStore:
 
     def facts_many(self, paths: Sequence[str], locate: bool = True, jobs: int = 1, data: Optional[bytes] = None,
                    module: Optional[tuple[str, bool]] = None) -> list[Outcome]:
-        """Facts of many files; cache misses are extracted in ``jobs`` worker processes."""
+        """Facts of many files; cache misses are extracted in ``jobs`` worker processes
+        (``workers.AUTO``: as many as the number of misses repays, ``workers.auto_jobs``)."""
         outcomes: list[Optional[Outcome]] = [None] * len(paths)
         misses: list[tuple[int, str, tuple]] = []
         for position, path in enumerate(paths):
@@ -429,13 +438,17 @@ class FactsStore:
                 outcomes[position] = found
         tasks = [task for _, _, task in misses]
         if tasks:
+            from lint_rules import workers
+
+            jobs = workers.auto_jobs(len(tasks)) if jobs == workers.AUTO else jobs
             if self.pool is None:
                 self.pool = workers.Pool(jobs, preload=("lint_rules.facts.extract",))
             self.pool.jobs = max(self.pool.jobs, jobs)
         extracted = self.pool.map(_extract, tasks) if self.pool is not None and tasks else []
         self.extracted += len(tasks)
         for (position, key, (path, *_)), outcome in zip(misses, extracted):
-            if isinstance(outcome, workers.Failure):  # not cached: another machine or limit may do better
+            if not isinstance(outcome, (FileFacts, FileError)):  # a workers.Failure: not cached, another machine
+                # or limit may do better
                 outcomes[position] = FileError(path, outcome.reason)
                 continue
             outcomes[position] = outcome
@@ -465,6 +478,16 @@ class FactsStore:
             return codec.decode(text, path)
         except (ValueError, TypeError, IndexError):  # a row we cannot read: compute it again
             return None
+
+
+def _storable(text: str) -> Union[str, bytes]:
+    """SQLite holds text as UTF-8. A file name that is not (bytes Python keeps as surrogates), and a
+    message naming it, are stored as their bytes and read back as the same string."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "surrogateescape")
+    return text
 
 
 def _slot(path: str, locate: bool) -> str:
@@ -516,6 +539,5 @@ def _bad_literal(error: SyntaxError) -> bool:
 
 
 def default_cache_dir(root: Path) -> Path:
-    """Outside any project (no marker found) there is no default: a cache is never left in a
-    directory no one chose."""
+    """The cache of the project at ``root``."""
     return root / CACHE_DIR_NAME

@@ -16,9 +16,10 @@ from lint_rules.contract import (
     check_mode,
     generator_message,
 )
+from runtime_shim import _installed
 from runtime_shim import fabric as _fabric
 from runtime_shim.marks import is_coroutine_function, is_generator_function
-from runtime_shim.record import GuardRecord, records_in
+from runtime_shim.record import GuardRecord, class_marks, records_in
 from runtime_shim.wrappers import describe_supported, identify, is_fabric_module, root_of
 
 W = TypeVar("W", bound=nn.Module)
@@ -38,9 +39,7 @@ def guard_by(wrapper: W, mode: str, owner: str) -> W:
     """``guard`` on behalf of ``owner``: "user" (``guard``, a mark on a named wrapper) or "install"."""
     check_mode(mode)
     if owner == "user":
-        from runtime_shim import installer  # installer imports this module
-
-        installer.disown(wrapper)
+        _installed.disown(wrapper)
     if is_fabric_module(wrapper):
         return _guard_fabric(wrapper, mode)
     found = identify(wrapper)
@@ -165,18 +164,27 @@ def mark_forward_method(model_or_wrapper: Any, method: Union[MethodType, str]) -
         return
     # Registered after wrapping, and the wrapper was made without a guard (no marks then): route
     # through it from now on. Before wrapping, the wrapper's constructor guards by itself.
-    from runtime_shim import installer  # installer imports this module
-
-    wrapper = model_or_wrapper if root_of(model_or_wrapper) is not None else installer.wrapper_of(target)
+    wrapper = model_or_wrapper if root_of(model_or_wrapper) is not None else _installed.wrapper_of(target)
     if wrapper is not None:
-        installer.guard_for_mark(wrapper)
+        _guard_for_mark(wrapper)
+
+
+def _guard_for_mark(wrapper: Any) -> None:
+    """A mark was registered after ``wrapper`` was made without a guard: route through it now.
+    While installed the guard is install's (as if the mark had been there at construction);
+    otherwise the user named the wrapper, and the guard is theirs."""
+    with _installed.LOCK:
+        mode = _installed.mode
+        if mode is not None:
+            guard_by(wrapper, mode, owner="install")
+            _installed.guarded.add(wrapper)
+        else:
+            guard_by(wrapper, _installed.ROUTE, owner="user")
 
 
 def has_marks(model: Any) -> bool:
     """Does anything in ``model`` (a wrapper or a module) carry a mark: a decorated method, a
     registration by ``mark_forward_method`` or ``register_fsdp_forward_method``, or a Lightning
     step method? (Once per wrap, O(number of modules).)"""
-    from runtime_shim.record import class_marks
-
     root = _target_module(model)
     return any(class_marks(type(m)) or m.__dict__.get(MARKS_KEY) for m in root.modules())

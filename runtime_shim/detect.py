@@ -18,7 +18,7 @@ from typing import Any, Optional
 
 import torch
 
-from lint_rules.contract import NEVER_ENTRY, format_chain, is_dunder
+from lint_rules.contract import CALL_IMPL, NEVER_ENTRY, format_chain, is_dunder
 from lint_rules.contract import GUARD_KEY
 
 _SHIM_DIR = os.path.dirname(os.path.abspath(__file__))
@@ -68,7 +68,7 @@ def find_entry(record: Any, callee: Any, names: dict[int, str]) -> Optional[Entr
     tree: list[tuple[Any, str, int]] = []  # innermost first
     while frame is not None:
         if _skipped(frame):
-            if frame.f_code.co_name in ("_call_impl", "_wrapped_call_impl") and first_outside:
+            if frame.f_code.co_name in CALL_IMPL and first_outside:
                 via_call = True
         else:
             first_outside = False

@@ -27,6 +27,7 @@ from torch import nn
 
 from runtime_shim import _forwards
 from runtime_shim._state import STATE, inside, routed_here
+from runtime_shim.vocabulary import FABRIC_OWN_ATTRIBUTES
 from lint_rules.contract import GUARD_KEY
 
 _PATCHED = "_fwd_shim_class_patch"
@@ -82,7 +83,7 @@ def _patch_class(cls: type) -> None:
 
     def __getattr__(self: Any, item: str) -> Any:
         record = _guarded_record(self)
-        if record is None or item in ("_forward_methods", "forward"):
+        if record is None or item in FABRIC_OWN_ATTRIBUTES:
             return fabric_getattr(self, item)
         try:
             return nn.Module.__getattr__(self, item)

@@ -6,7 +6,7 @@ defining module, whose own globals refer to it), and makes ``register_fsdp_forwa
 record our mark, so that registration routes under every wrapper. Lightning is not imported: if
 it is not loaded yet, a meta-path hook patches ``_FabricModule`` when it is. ``uninstall``
 restores every patched attribute, unguards every wrapper guarded by ``install`` and stops the
-routing that importing ``runtime_shim`` started.
+routing that importing ``runtime_shim`` started (through ``_installed``, without importing ``routing``).
 
 Meta tensors (``meta.py``): the patched ``DistributedDataParallel.__init__`` runs
 ``check_before_ddp`` before DDP's own code, and ``module_to_device`` of Fabric's DDP, single-device
@@ -20,8 +20,9 @@ of models with marks are guarded for routing only) and never lowers a mode ``ins
 
 Every wrapper created while installed is remembered (weakly) by the model it wraps, guarded or
 not, so that a mark registered *after* wrapping (``mark_forward_method(ddp.module, "generate")``)
-finds its wrapper and routes from then on (``guard_for_mark``). ``install`` owns only the guards it
-made: a wrapper the user guards explicitly (``guard``) is the user's, and ``uninstall`` leaves it.
+finds its wrapper and routes from then on (``api.mark_forward_method``). ``install`` owns only the
+guards it made: a wrapper the user guards explicitly (``guard``) is the user's, and ``uninstall``
+leaves it. That state lives in ``_installed``, which ``api`` reads without importing this module.
 """
 
 from __future__ import annotations
@@ -29,79 +30,43 @@ from __future__ import annotations
 import functools
 import importlib
 import sys
-import threading
 import weakref
 from typing import Any, Callable, Optional
 
 from lint_rules.contract import FSDP_REGISTER_CALL, GUARD_KEY, MARKS_KEY, check_mode
-from runtime_shim import fabric
+from runtime_shim import _installed, fabric
+from runtime_shim._installed import LOCK as _lock
+from runtime_shim._installed import RANK as _RANK
+from runtime_shim._installed import ROUTE
 from runtime_shim.api import guard_by, has_marks, unguard
 from runtime_shim.import_hooks import AfterImport
-from runtime_shim.meta import FABRIC_MOVING_STRATEGIES, check_before_ddp, check_before_fabric_move
-from runtime_shim.wrappers import FABRIC_MODULES, is_fabric_module, root_of
+from runtime_shim.meta import check_before_ddp, check_before_fabric_move
+from runtime_shim.vocabulary import (
+    FABRIC_MODULES, FABRIC_MOVING_STRATEGIES, FULLY_SHARD_DEFINED, FULLY_SHARD_EXPORTS, FULLY_SHARD_STEP,
+)
+from runtime_shim.wrappers import is_fabric_module, root_of
 
-ROUTE = "route"
-_RANK = {ROUTE: 0, "warn": 1, "error": 2}
-
-_lock = threading.RLock()
 _patches: list[tuple[Any, str, Any]] = []  # (owner, attribute, original)
-_guarded: "weakref.WeakSet[Any]" = weakref.WeakSet()  # wrappers whose guard install made (and owns)
-_wrapper_of: "weakref.WeakKeyDictionary[Any, weakref.ref[Any]]" = weakref.WeakKeyDictionary()  # model -> outermost
-_mode: Optional[str] = None
 _finder: Optional[AfterImport] = None
-
-_FULLY_SHARD_EXPORTS = ("torch.distributed.fsdp", "torch.distributed.fsdp._fully_shard",
-                        "torch.distributed._composable.fsdp")
-_FULLY_SHARD_DEFINED = "torch.distributed.fsdp._fully_shard._fully_shard"
-_FULLY_SHARD_STEP = "_apply_to_module"  # (modules, ...) -> None: the modules' classes become FSDP ones
 
 
 def installed_mode() -> Optional[str]:
     """The mode ``install`` is active with, or None."""
-    return _mode
+    return _installed.mode
 
 
 def _guard_new(obj: Any) -> None:
-    if _mode is None:
+    mode = _installed.mode
+    if mode is None:
         return
     root = root_of(obj)
     if root is None:  # something the wrapper accepts but we cannot route (a Mock in Fabric's tests)
         return
-    _wrapper_of[root] = weakref.ref(obj)  # Fabric's _FabricModule is made after its DDP: outermost wins
-    if _mode == ROUTE and not has_marks(obj):
+    _installed.wrappers[root] = weakref.ref(obj)  # Fabric's _FabricModule is made after its DDP: outermost wins
+    if mode == ROUTE and not has_marks(obj):
         return
-    guard_by(obj, _mode, owner="install")
-    _guarded.add(obj)
-
-
-def wrapper_of(module: Any) -> Optional[Any]:
-    """The outermost live wrapper created (while installed) around ``module`` or a model holding it
-    (FSDP units and ``fully_shard``-ed children have wrappers of their own inside the root's)."""
-    best, size = None, -1
-    for root, ref in list(_wrapper_of.items()):
-        wrapper = ref()
-        modules = list(root.modules()) if wrapper is not None else []
-        if any(m is module for m in modules) and len(modules) > size:
-            best, size = wrapper, len(modules)
-    return best
-
-
-def guard_for_mark(wrapper: Any) -> None:
-    """A mark was registered after ``wrapper`` was made without a guard: route through it now.
-    While installed the guard is install's (as if the mark had been there at construction);
-    otherwise the user named the wrapper, and the guard is theirs."""
-    with _lock:
-        if _mode is not None:
-            guard_by(wrapper, _mode, owner="install")
-            _guarded.add(wrapper)
-        else:
-            guard_by(wrapper, ROUTE, owner="user")
-
-
-def disown(wrapper: Any) -> None:
-    """The user guarded ``wrapper`` explicitly: ``install``/``uninstall`` no longer touch its guard."""
-    with _lock:
-        _guarded.discard(wrapper)
+    guard_by(obj, mode, owner="install")
+    _installed.guarded.add(obj)
 
 
 def _patch(owner: Any, attr: str, make: Callable[[Any], Any]) -> None:
@@ -126,7 +91,7 @@ def _patched_init(original: Callable[..., None]) -> Callable[..., None]:
 def _patched_ddp_init(original: Callable[..., None]) -> Callable[..., None]:
     @functools.wraps(original)
     def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
-        if _mode is not None:  # before DDP's device checks and collectives: every rank raises, none hangs
+        if _installed.mode is not None:  # before DDP's device checks and collectives: every rank raises, none hangs
             check_before_ddp(original, self, args, kwargs)
         original(self, *args, **kwargs)
         _guard_new(self)
@@ -137,7 +102,7 @@ def _patched_ddp_init(original: Callable[..., None]) -> Callable[..., None]:
 def _patched_module_to_device(original: Callable[..., None]) -> Callable[..., None]:
     @functools.wraps(original)
     def module_to_device(self: Any, module: Any) -> None:
-        if _mode is not None:
+        if _installed.mode is not None:
             check_before_fabric_move(self, module)
         original(self, module)
 
@@ -184,18 +149,18 @@ def _patch_torch() -> None:
     from torch.nn.parallel import DistributedDataParallel
 
     _patch(DistributedDataParallel, "__init__", _patched_ddp_init)
-    if "torch.distributed.fsdp" not in sys.modules and _mode == ROUTE:
+    if "torch.distributed.fsdp" not in sys.modules and _installed.mode == ROUTE:
         return  # routing waits for FSDP's own import (routing.WATCHED) rather than causing it
     from torch.distributed.fsdp import FullyShardedDataParallel
 
     _patch(FullyShardedDataParallel, "__init__", _patched_init)
-    defining = _try_import(_FULLY_SHARD_DEFINED)
+    defining = _try_import(FULLY_SHARD_DEFINED)
     # fully_shard looks its step that turns modules into FSDP modules up in its own globals: patched
     # there, a `fully_shard` the user imported before runtime_shim is covered too
-    hook_step = defining is not None and callable(getattr(defining, _FULLY_SHARD_STEP, None))
+    hook_step = defining is not None and callable(getattr(defining, FULLY_SHARD_STEP, None))
     if hook_step:
-        _patch(defining, _FULLY_SHARD_STEP, _patched_apply_to_module)
-    for name in _FULLY_SHARD_EXPORTS:
+        _patch(defining, FULLY_SHARD_STEP, _patched_apply_to_module)
+    for name in FULLY_SHARD_EXPORTS:
         module = sys.modules.get(name) or _try_import(name)
         if not hook_step and module is not None and hasattr(module, "fully_shard"):
             _patch(module, "fully_shard", _patched_fully_shard)  # other torch versions
@@ -223,20 +188,21 @@ def _patch_fabric(module: Any) -> None:
 
 def _after_fabric_import(name: str, module: Any) -> None:
     with _lock:
-        if _mode is not None:
+        if _installed.mode is not None:
             _patch_fabric(module)
 
 
 def install(mode: str = "error", keep_stronger: bool = False) -> None:
     """Guard every DDP/FSDP1/FSDP2/Fabric wrapper created from now on (idempotent; changes mode,
     or with ``keep_stronger`` only raises it)."""
-    global _mode, _finder
+    global _finder
     check_mode(mode)
     with _lock:
-        if keep_stronger and _mode is not None and _RANK[_mode] >= _RANK[mode]:
-            mode = _mode
-        _mode = mode
-        for obj in list(_guarded):  # change the mode of live guards only (absorbed ones stay absorbed)
+        current = _installed.mode
+        if keep_stronger and current is not None and _RANK[current] >= _RANK[mode]:
+            mode = current
+        _installed.mode = mode
+        for obj in list(_installed.guarded):  # change the mode of live guards only (absorbed ones stay absorbed)
             record = obj.__dict__.get(GUARD_KEY)
             if record is None or not record.active or record.mode == mode:
                 continue
@@ -256,12 +222,10 @@ def install(mode: str = "error", keep_stronger: bool = False) -> None:
 def uninstall() -> None:
     """Restore every patched attribute, unguard everything ``install`` guarded, and stop the
     routing that importing ``runtime_shim`` started."""
-    global _mode, _finder
-    from runtime_shim import routing
-
-    routing.disable()
+    global _finder
+    _installed.stop_routing()
     with _lock:
-        _mode = None
+        _installed.mode = None
         if _finder is not None:
             _finder.remove()
         _finder = None
@@ -269,7 +233,7 @@ def uninstall() -> None:
             owner, attr, original = _patches.pop()
             setattr(owner, attr, original)
         fabric.restore_classes()
-        for obj in list(_guarded):
+        for obj in list(_installed.guarded):
             unguard(obj)
-        _guarded.clear()
-        _wrapper_of.clear()
+        _installed.guarded.clear()
+        _installed.wrappers.clear()

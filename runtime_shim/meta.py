@@ -74,18 +74,12 @@ from torch import nn
 
 from runtime_shim.detect import user_class_name
 from runtime_shim.errors import MetaDeviceError
-from runtime_shim.record import _clean_name, _is_meta
+from runtime_shim.wrappers import clean_name as _clean_name
+from runtime_shim.wrappers import identify, is_fabric_module
 
 MAX_GROUPS = 8
 MAX_PARAMETERS = 10
 MAX_BUFFERS = 5
-
-#: Fabric strategies whose ``module_to_device`` is ``module.to(self.root_device)``: (module, class).
-FABRIC_MOVING_STRATEGIES = (
-    ("strategies.ddp", "DDPStrategy"),
-    ("strategies.single_device", "SingleDeviceStrategy"),
-    ("strategies.dp", "DataParallelStrategy"),
-)
 
 
 @dataclass
@@ -121,6 +115,11 @@ class MetaReport:
 
 
 # -- finding ------------------------------------------------------------------------------------
+def _is_meta(tensor: torch.Tensor) -> bool:
+    local = getattr(tensor, "_local_tensor", None)  # DTensor: look at the local shard
+    return bool(tensor.is_meta or (local is not None and local.is_meta))
+
+
 def _own_tensors(module: nn.Module) -> Iterator[tuple[bool, str, torch.Tensor]]:
     """(is_parameter, name, tensor) registered directly on ``module``."""
     for name, param in module._parameters.items():
@@ -208,8 +207,6 @@ def _flat_param_names(tensor: torch.Tensor, unit: Optional[nn.Module]) -> Option
 def unwrap(obj: Any) -> nn.Module:
     """What to walk for a wrapper: the model inside DDP; an FSDP1 wrapper itself (its units hold
     the flat parameters' names; its prefixes are cleaned); what a ``_FabricModule`` wraps."""
-    from runtime_shim.wrappers import identify, is_fabric_module
-
     if is_fabric_module(obj):
         obj = obj._forward_module
     found = identify(obj)

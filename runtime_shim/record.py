@@ -63,9 +63,9 @@ from runtime_shim._state import STATE, inside
 from runtime_shim.detect import find_entry, user_class_name
 from runtime_shim.errors import UnmarkedEntryError, UnmarkedEntryWarning
 from runtime_shim.marks import is_marked
+from runtime_shim.meta import find_meta, raise_for
 from runtime_shim.unused import check_routed_output
-
-_WRAPPER_PREFIXES = ("_fsdp_wrapped_module.", "_checkpoint_wrapped_module.", "_orig_mod.")
+from runtime_shim.wrappers import clean_name
 _class_marks_cache: "weakref.WeakKeyDictionary[type, frozenset[str]]" = weakref.WeakKeyDictionary()
 
 
@@ -90,12 +90,6 @@ def class_marks(cls: type) -> frozenset[str]:
     result = frozenset(marked)
     _class_marks_cache[cls] = result
     return result
-
-
-def _clean_name(name: str) -> str:
-    for prefix in _WRAPPER_PREFIXES:
-        name = name.replace(prefix, "").replace(prefix[:-1], "")
-    return name.strip(".")
 
 
 class GuardRecord:
@@ -144,7 +138,7 @@ class GuardRecord:
         fsdp_module = _fsdp2_class()
         by_name: dict[str, nn.Module] = {}
         for raw_name, module in self.root.named_modules():
-            name = _clean_name(raw_name)
+            name = clean_name(raw_name)
             by_name[raw_name] = module
             self.names[id(module)] = name
             if module is self.root:
@@ -302,8 +296,6 @@ class GuardRecord:
     def check_meta(self) -> None:
         """Once per guard: refuse to run a model that still has meta tensors, naming them and their
         owning submodules (``runtime_shim.meta``'s message)."""
-        from runtime_shim.meta import find_meta, raise_for  # meta imports this module
-
         self.meta_pending = False
         report = find_meta(self.wrapper if self.kind == "fsdp1" else self.root)  # FSDP1: flat param names
         if report:
@@ -353,11 +345,6 @@ def _meta_pre_hook(module: nn.Module, args: Any) -> None:
     record = module.__dict__.get(GUARD_KEY)
     if record is not None and record.active and record.meta_pending:
         record.check_meta()
-
-
-def _is_meta(tensor: torch.Tensor) -> bool:
-    local = getattr(tensor, "_local_tensor", None)  # DTensor: look at the local shard
-    return bool(tensor.is_meta or (local is not None and local.is_meta))
 
 
 def _fsdp2_class() -> Optional[type]:

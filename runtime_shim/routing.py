@@ -10,24 +10,22 @@ Routing only: raising on unmarked methods stays opt-in (``import runtime_shim.au
 Torch-free until torch is there: if torch (or Lightning) is not imported yet, a meta-path hook
 waits for it and patches the wrapper constructors once the import has completed (never while
 torch is half-initialised). ``FWD_SHIM_MODE=off`` in the environment turns this off;
-``runtime_shim.uninstall()`` undoes every patch and guard.
+``runtime_shim.uninstall()`` stops it and undoes every patch and guard.
+
+Imports go one way: this module calls ``installer`` (imported when torch is there, never at
+import time: this module is torch-free); ``installer`` never calls back here, it stops the
+routing through the state both keep in ``_installed``.
 """
 
 from __future__ import annotations
 
 import sys
-import threading
-from typing import Any, Optional
+from typing import Any
 
 from lint_rules.contract import mode_from_env
+from runtime_shim import _installed
 from runtime_shim.import_hooks import AfterImport
-
-#: Modules whose completed import lets routing patch what they define.
-WATCHED = ("torch", "torch.distributed.fsdp", "lightning.fabric.wrappers", "lightning_fabric.wrappers")
-
-_lock = threading.RLock()
-_hook: Optional[AfterImport] = None
-_wanted = False
+from runtime_shim.vocabulary import ROUTING_WATCHED as WATCHED
 
 
 def _ready(name: str) -> bool:
@@ -38,7 +36,7 @@ def _ready(name: str) -> bool:
 
 def _apply() -> None:
     """Patch whatever is importable now (called once torch has finished importing)."""
-    if not _wanted or not _ready("torch"):
+    if not _installed.routing_wanted or not _ready("torch"):
         return
     from runtime_shim import installer
 
@@ -46,29 +44,24 @@ def _apply() -> None:
 
 
 def _after_import(name: str, module: Any) -> None:
-    with _lock:
+    with _installed.LOCK:
         _apply()
 
 
 def enable() -> None:
     """Route marked methods of wrappers created from now on (idempotent)."""
-    global _hook, _wanted
-    with _lock:
-        _wanted = True
-        if _hook is None:
-            _hook = AfterImport(WATCHED, _after_import)
-            _hook.add()
+    with _installed.LOCK:
+        _installed.routing_wanted = True
+        if _installed.routing_hook is None:
+            hook = AfterImport(WATCHED, _after_import)
+            hook.add()
+            _installed.routing_hook = hook
         _apply()
 
 
 def disable() -> None:
-    """Stop watching imports (``uninstall`` restores what was patched)."""
-    global _hook, _wanted
-    with _lock:
-        _wanted = False
-        if _hook is not None:
-            _hook.remove()
-        _hook = None
+    """Stop watching imports (``uninstall`` also restores what was patched)."""
+    _installed.stop_routing()
 
 
 def enable_on_import() -> None:

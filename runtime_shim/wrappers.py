@@ -10,7 +10,7 @@ from typing import Any, Optional
 
 from torch import nn
 
-FABRIC_MODULES = ("lightning.fabric.wrappers", "lightning_fabric.wrappers")
+from runtime_shim.vocabulary import FABRIC_MODULES, WRAPPER_PREFIXES
 
 
 def is_fabric_module(obj: Any) -> bool:
@@ -50,6 +50,14 @@ def root_of(obj: Any) -> Optional[nn.Module]:
         return original if isinstance(original, nn.Module) else None
     found = identify(obj)
     return found[2] if found is not None else None
+
+
+def clean_name(name: str) -> str:
+    """A submodule's path as the user wrote it: wrapper prefixes (FSDP1 units, activation
+    checkpointing, ``torch.compile``) removed."""
+    for prefix in WRAPPER_PREFIXES:
+        name = name.replace(prefix, "").replace(prefix[:-1], "")
+    return name.strip(".")
 
 
 def describe_supported() -> str:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 import subprocess
 import sys
 import venv
@@ -17,6 +18,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "fixtures"
 
+RULE_DIR = re.compile(r"fwd\d{3}")  # fixtures/fwd001: the cases of one rule
 EXPECT = re.compile(r'#\s*expect:\s*(?P<code>FWD\d{3})(?:\s+"(?P<text>[^"]*)")?')
 
 
@@ -34,6 +36,27 @@ class Case:
     cwd: Path
     args: tuple[str, ...]
     files: tuple[Path, ...]
+    root: Path  # the case's project directory (``fixtures/fwd001``): its files are the case's project view
+
+    @property
+    def id(self) -> str:
+        """``FWD001-cross-file``, ``demo-project``: the rule and the case, stable across runs."""
+        name = self.name.replace("_", "-")
+        return f"{self.root.name.upper()}-{name}" if RULE_DIR.fullmatch(self.root.name) else name
+
+    def copied_to(self, dest: Path) -> Case:
+        """The same case in a copy of its whole project directory under ``dest`` (made by the first
+        case of that directory; later ones share it and its warm cache), so that what a run writes
+        (the facts cache) lands there and never in ``fixtures/``."""
+        target = dest / self.root.name
+        if not target.exists():
+            shutil.copytree(self.root, target, symlinks=True,
+                            ignore=shutil.ignore_patterns(".fwdlint_cache", "__pycache__"))
+
+        def moved(path: Path) -> Path:
+            return target / path.relative_to(self.root)
+
+        return Case(self.name, moved(self.cwd), self.args, tuple(moved(f) for f in self.files), target)
 
     def expected(self) -> list[Expected]:
         found = []
@@ -49,16 +72,18 @@ def expectations(source: str, path: str) -> list[Expected]:
 
 def rule_fixture_dirs() -> list[Path]:
     """``fixtures/fwd001``, ``fixtures/fwd002``...: one directory of cases per rule."""
-    return sorted(p for p in FIXTURES.iterdir() if p.is_dir() and re.fullmatch(r"fwd\d{3}", p.name))
+    return sorted(p for p in FIXTURES.iterdir() if p.is_dir() and RULE_DIR.fullmatch(p.name))
 
 
 def cases(directory: Path) -> list[Case]:
     result = []
     for entry in sorted(directory.iterdir()):
         if entry.suffix == ".py":
-            result.append(Case(entry.stem, directory, (entry.name,), (entry,)))
+            result.append(Case(entry.stem, directory, (entry.name,), (entry,), directory))
+        elif entry.name == "fix":
+            continue  # the fixers' before/after pairs (tests/test_fix_pairs.py), not lint cases
         elif entry.is_dir() and not entry.name.startswith((".", "__")) and any(entry.rglob("*.py")):
-            result.append(Case(entry.name, entry, (".",), tuple(sorted(entry.rglob("*.py")))))
+            result.append(Case(entry.name, entry, (".",), tuple(sorted(entry.rglob("*.py"))), directory))
     return result
 
 

@@ -6,6 +6,7 @@ import json
 import os
 import shutil
 from pathlib import Path
+from typing import Any, Callable, Sequence
 
 import pytest
 from fixture_cases import FIXTURES, cli_json, flake8_rows, run_cli, run_flake8
@@ -181,3 +182,46 @@ def test_libcst_only_failure_is_named(project: Path) -> None:
     assert ": line 5, column 3: " in proc.stderr.splitlines()[0]
     rows = flake8_rows(run_flake8(project, "--select", "FWD", "walrus.py"))
     assert [(p, r, c, code) for p, r, c, code, _ in rows] == [("walrus.py", 5, 3, "FWD000")]
+
+
+def test_the_parser_names_the_formats_and_fix_styles_there_are() -> None:
+    """The CLI names them itself (building its parser imports neither ``report`` nor ``fix.run``)."""
+    from lint_rules import cli, report
+    from lint_rules.fix import run as fix
+
+    assert cli.FORMATS == report.FORMATS and cli.FIX_STYLES == fix.STYLES
+
+
+def _recording(asked: list[int]) -> Callable[..., list[Any]]:
+    """``Pool.map`` run in this process, noting how many workers the pool was asked for."""
+    def map_(pool: Any, function: Callable[[Any], Any], tasks: Sequence[Any]) -> list[Any]:
+        asked.append(pool.jobs)
+        return [function(task) for task in tasks]
+    return map_
+
+
+@pytest.mark.parametrize(("files", "cpus", "expected"), [(3, 4, 1), (40, 4, 2), (200, 4, 4), (200, 1, 1)])
+def test_default_jobs_follow_the_files_to_parse(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, files: int,
+                                                cpus: int, expected: int) -> None:
+    """No -j: one parser process per ``TASKS_PER_WORKER`` files to parse, at most one per CPU."""
+    from lint_rules import cli, workers
+
+    for number in range(files):
+        (tmp_path / f"m{number}.py").write_text(f"x = {number}\n")
+    monkeypatch.setattr(workers, "cpus", lambda: cpus)
+    monkeypatch.setattr(workers, "TASKS_PER_WORKER", 16)
+    asked: list[int] = []
+    monkeypatch.setattr(workers.Pool, "map", _recording(asked))
+    assert cli.main(["-q", "--no-cache", "--isolated", str(tmp_path)]) == 0
+    assert asked == [expected]
+
+
+def test_jobs_zero_means_every_cpu(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from lint_rules import cli, workers
+
+    (tmp_path / "m.py").write_text("x = 1\n")
+    monkeypatch.setattr(workers, "cpus", lambda: 3)
+    asked: list[int] = []
+    monkeypatch.setattr(workers.Pool, "map", _recording(asked))
+    assert cli.main(["-q", "--no-cache", "--isolated", "-j", "0", str(tmp_path)]) == 0
+    assert asked == [3]

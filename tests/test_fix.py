@@ -1,35 +1,33 @@
-"""``fwdlint --fix`` / ``--diff``, decorator style: the hand-written codemod pairs in
-``fixtures/codemod`` (input ``NAME.in.py``, expected ``NAME.out.py``), idempotence, the safety
-gates (verification, atomic writes, permission bits), exit statuses and ``-j`` determinism."""
+"""``fwdlint --fix`` / ``--diff``, decorator style: the safety gates (verification, atomic writes,
+permission bits), exit statuses and ``-j`` determinism. The hand-written pairs of every rule are
+``test_fix_pairs.py``'s."""
 
 from __future__ import annotations
 
 import os
 import shutil
 import stat
-import subprocess
 import sys
-import tempfile
 from pathlib import Path
 
 import pytest
 from fixture_cases import FIXTURES, ROOT, run_cli
 
-from lint_rules.fix import decorator as fix_decorator
 from lint_rules.fix import run as fix
 from lint_rules.engine import Run, analyse
 from lint_rules.fix import verify as fix_verify
-from lint_rules.fix.verify import FixRefused, Plan, verify
+from lint_rules.fix.verify import FixRefused, verify
+from lint_rules.rules.fwd001_unmarked_entry import fix_decorator
 
-CODEMOD = FIXTURES / "codemod"
-PAIRS = sorted(p.name[: -len(".in.py")] for p in CODEMOD.glob("*.in.py"))
+PAIRS = FIXTURES / "fwd001" / "fix"
+ONE_FILE = sorted(case.name for case in PAIRS.iterdir() if (case / "before.py").is_file())
 BAD = b"import torch.nn as nn\n\nclass M(nn.Module):\n    def gen(self, x):\n        return self(x)\n"
 BAD_FIXED = (b"import torch.nn as nn\nfrom runtime_shim import forward_entry\n\nclass M(nn.Module):\n"
              b"    @forward_entry\n    def gen(self, x):\n        return self(x)\n")
 
 
 def _fix(*paths: Path, jobs: int = 1) -> fix.FixRun:
-    run = fix.plan([str(p) for p in paths], Run(jobs=jobs))
+    run = fix.plan([str(p) for p in paths], Run(jobs=jobs, cache=False))  # the directory holds only what --fix wrote
     fix.write(run)
     return run
 
@@ -38,32 +36,11 @@ def _fwd001(path: Path) -> list[str]:
     return [d.symbol for d in analyse([str(path)], Run()).diagnostics if d.code == "FWD001"]
 
 
-def test_enough_pairs() -> None:
-    assert len(PAIRS) >= 20
-    for name in PAIRS:
-        assert (CODEMOD / f"{name}.out.py").is_file(), name
-
-
-@pytest.mark.parametrize("name", PAIRS)
-def test_codemod_pair(name: str, tmp_path: Path) -> None:
-    target = tmp_path / f"{name}.py"
-    shutil.copyfile(CODEMOD / f"{name}.in.py", target)
-    before = _fwd001(target)
-    run = _fix(target)
-    assert run.errors == []
-    assert target.read_bytes() == (CODEMOD / f"{name}.out.py").read_bytes()
-    # every finding fixed; a second pass changes nothing; nothing is reported any more
-    assert sorted(d.symbol for d in run.fixed) == sorted(before)
-    assert run.unfixed == []
-    again = fix.plan([str(target)], Run())
-    assert again.changed == [] and again.unfixed == [] and again.errors == []
-    assert _fwd001(target) == []
-
-
 def test_crlf_bom_pairs_are_stored_byte_exact() -> None:
-    assert b"\r\n" in (CODEMOD / "crlf.in.py").read_bytes()
-    assert (CODEMOD / "bom.in.py").read_bytes().startswith(b"\xef\xbb\xbf")
-    assert b"\t" in (CODEMOD / "tabs_trailing_whitespace.in.py").read_bytes()
+    assert len(ONE_FILE) >= 20
+    assert b"\r\n" in (PAIRS / "crlf" / "before.py").read_bytes()
+    assert (PAIRS / "bom" / "before.py").read_bytes().startswith(b"\xef\xbb\xbf")
+    assert b"\t" in (PAIRS / "tabs_trailing_whitespace" / "before.py").read_bytes()
 
 
 def test_diff_writes_nothing_and_exits_1(tmp_path: Path) -> None:
@@ -121,7 +98,7 @@ def test_refused_fix_leaves_the_file_untouched(tmp_path: Path, monkeypatch: pyte
     target = tmp_path / "m.py"
     target.write_bytes(BAD)
 
-    def refuse(old: bytes, new: bytes, plan: Plan, path: str) -> None:
+    def refuse(old: bytes, new: bytes, may_change: object, path: str) -> None:
         raise FixRefused("the fixed source does not compile: test")
 
     monkeypatch.setattr(fix_verify, "verify", refuse)
@@ -134,21 +111,22 @@ def test_refused_fix_leaves_the_file_untouched(tmp_path: Path, monkeypatch: pyte
         f"{target}:4:9: FWD001 not fixed: fix refused: the fixed source does not compile: test"]
 
 
-@pytest.mark.parametrize("old,new,plan,message", [
-    (b"a = 1\nb = 2\n", b"a = 1\nc = 3\nb = 2\n", Plan([b"@x"]), "unexpected lines"),
-    (b"a = 1\nb = 2\n", b"a = 1\nb = 3\n", Plan(), "change existing line 2"),
-    (b"a = 1\r\nb = 2\r\n", b"a = 1\nb = 2\n", Plan(), "change existing line 1"),
-    (b"\xef\xbb\xbfa = 1\n", b"a = 1\n", Plan(), "byte order mark"),
-    (b"a = 1\n", b"a = 1\n@x\n", Plan([b"@x"]), "does not compile"),
-    (b"# coding: latin-1\na = 1\n", b"a = 1\n# coding: latin-1\na = 1\n", Plan([b"a = 1"]), "encoding"),
+@pytest.mark.parametrize("old,new,may_change,message", [
+    (b"a = 1\nb = 2\n", b"a = 1\nb = 3\n", {1}, "change existing line 2"),
+    (b"a = 1\nb = 2\nc = 3\n", b"a = 1\nc = 3\n", {1}, "change existing line 2"),  # a line deleted
+    (b"a = 1\r\nb = 2\r\n", b"a = 1\nb = 2\n", set(), "change existing line 1"),
+    (b"\xef\xbb\xbfa = 1\n", b"a = 1\n", set(), "byte order mark"),
+    (b"a = 1\n", b"a = 1\n@x\n", set(), "does not compile"),
+    (b"# coding: latin-1\na = 1\n", b"a = 1\n# coding: latin-1\na = 1\n", set(), "encoding"),
 ])
-def test_verify_refuses(old: bytes, new: bytes, plan: Plan, message: str) -> None:
+def test_verify_refuses(old: bytes, new: bytes, may_change: set[int], message: str) -> None:
     with pytest.raises(FixRefused, match=message):
-        verify(old, new, plan, "x.py")
+        verify(old, new, may_change, "x.py")
 
 
-def test_verify_accepts_planned_lines() -> None:
-    verify(b"class A:\n    def f(self): pass\n", b"class A:\n    @x\n    def f(self): pass\n", Plan([b"@x"]), "x.py")
+def test_verify_accepts_new_lines_and_the_declared_changes() -> None:
+    verify(b"class A:\n    def f(self): pass\n", b"class A:\n    @x\n    def f(self): pass\n", set(), "x.py")
+    verify(b"from m import a\nb = 2\n", b"from m import a, x\nb = 2\n", {1}, "x.py")
 
 
 def test_write_is_atomic_and_keeps_mode(tmp_path: Path) -> None:
@@ -171,11 +149,9 @@ def test_owner_and_group_are_kept(tmp_path: Path) -> None:
     assert (target.stat().st_uid, target.stat().st_gid) == (4321, 4322)
 
 
-@pytest.mark.skipif(not hasattr(os, "geteuid") or os.geteuid() != 0, reason="acting as another user needs root")
-def test_a_file_of_another_user_is_refused_not_taken_over() -> None:
+def test_a_file_of_another_user_is_refused_not_taken_over(nobody) -> None:
     """A non-root user who may write the directory must not end up owning someone else's file."""
-    outer = Path(tempfile.mkdtemp())  # pytest's tmp_path sits in a directory only root may search
-    outer.chmod(0o755)
+    outer = nobody.workdir()  # reachable by nobody: pytest's tmp_path (and maybe the checkout) is not
     project = outer / "shared"
     project.mkdir()
     project.chmod(0o777)
@@ -183,14 +159,14 @@ def test_a_file_of_another_user_is_refused_not_taken_over() -> None:
     target.write_bytes(BAD)
     target.chmod(0o666)
     os.chown(target, 4321, 4321)
-    proc = subprocess.run([sys.executable, "-m", "lint_rules.cli", "--no-cache", "--fix", "m.py"], cwd=project,
-                          capture_output=True, text=True, timeout=120, preexec_fn=lambda: os.setuid(65534),
-                          env={**os.environ, "PYTHONPATH": str(ROOT)})
-    assert proc.returncode == 2, proc.stderr
-    assert target.read_bytes() == BAD and target.stat().st_uid == 4321
-    assert "belongs to uid 4321" in proc.stderr and "Traceback" not in proc.stderr
-    assert sorted(p.name for p in project.iterdir()) == ["m.py"]
-    shutil.rmtree(outer)
+    try:
+        proc = nobody.run(["-m", "lint_rules.cli", "--no-cache", "--fix", "m.py"], cwd=project)
+        assert proc.returncode == 2, proc.stderr
+        assert target.read_bytes() == BAD and target.stat().st_uid == 4321
+        assert "belongs to uid 4321" in proc.stderr and "Traceback" not in proc.stderr
+        assert sorted(p.name for p in project.iterdir()) == ["m.py"]
+    finally:
+        shutil.rmtree(outer)
 
 
 def test_a_hard_linked_file_is_refused(tmp_path: Path) -> None:
@@ -228,18 +204,18 @@ def test_parallel_fix_is_byte_identical(tmp_path: Path) -> None:
     for jobs in (1, 2):
         tree = tmp_path / f"j{jobs}"
         tree.mkdir()
-        for name in PAIRS:
-            shutil.copyfile(CODEMOD / f"{name}.in.py", tree / f"{name}.py")
-        proc = run_cli(tree, "--fix", "-j", str(jobs), ".")
+        for name in ONE_FILE:
+            shutil.copyfile(PAIRS / name / "before.py", tree / f"{name}.py")
+        proc = run_cli(tree, "--fix", "--no-cache", "-j", str(jobs), ".")
         assert proc.returncode == 0, proc.stderr
         trees.append({p.name: p.read_bytes() for p in sorted(tree.iterdir())})
     assert trees[0] == trees[1]
-    assert trees[0] == {f"{n}.py": (CODEMOD / f"{n}.out.py").read_bytes() for n in PAIRS}
+    assert trees[0] == {f"{n}.py": (PAIRS / n / "after.py").read_bytes() for n in ONE_FILE}
 
 
 def test_noqa_lines_are_never_changed(tmp_path: Path) -> None:
     target = tmp_path / "m.py"
-    shutil.copyfile(CODEMOD / "noqa.in.py", target)
+    shutil.copyfile(PAIRS / "noqa" / "before.py", target)
     before = [line for line in target.read_text().splitlines() if "noqa" in line]
     _fix(target)
     after = target.read_text().splitlines()
@@ -325,3 +301,55 @@ def test_diff_applies_to_non_ascii_context(tmp_path: Path, encoding: str, prefix
         (work / "fix.diff").write_bytes(proc.stdout)
         subprocess.run([*tool, "fix.diff"], cwd=work, check=True, capture_output=True, timeout=60)
         assert (work / "m.py").read_bytes() == expected, tool
+
+
+# -- the gate every fix passes, and the passes ---------------------------------------------------
+
+def _fake_fix(monkeypatch: pytest.MonkeyPatch, edit) -> None:
+    """FWD001's decorator fix replaced by one that claims every finding and applies ``edit``."""
+    def fix_source(path: str, old: bytes, diagnostics) -> fix_verify.FileFix:
+        return fix_verify.FileFix(path, old, edit(old), fixed=list(diagnostics))
+
+    monkeypatch.setattr(fix_decorator, "fix_source", fix_source)
+
+
+@pytest.mark.parametrize("edit,reason", [
+    (lambda old: old + b"# touched\n", "FWD001 on M.gen is still reported after the fix"),
+    (lambda old: old.replace(b"    def gen", b"    @forward_entry\n    def gen").replace(
+        b"import torch.nn as nn\n", b"import torch.nn as nn\nfrom runtime_shim import forward_entry\n")
+        + b"\n    def other(self, x):\n        return self(x)\n", "the fix would add a finding: FWD001 on M.other"),
+])
+def test_a_fix_is_linted_again_before_it_is_written(edit, reason: str, tmp_path: Path,
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """Whatever a rule's fix claims, the fixed text is linted again: a claimed finding still there
+    or a new one refuses the fix, and the file stays as it was."""
+    target = tmp_path / "m.py"
+    target.write_bytes(BAD)
+    _fake_fix(monkeypatch, edit)
+    run = _fix(target)
+    assert target.read_bytes() == BAD
+    assert [e.message for e in run.errors] == [f"fix not applied: {reason}"]
+    assert [u.reason for u in run.unfixed] == [f"fix refused: {reason}"]
+
+
+def test_later_passes_analyse_only_the_changed_files_and_their_importers(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A file with findings of two fixable rules (FWD001, FWD301) takes two passes; the second
+    analyses that file and the file that imports it (its findings may change), not the unrelated one."""
+    (tmp_path / "pyproject.toml").write_text("")
+    (tmp_path / "a.py").write_text(
+        "import types\n\nimport torch.nn as nn\n\n\nclass M(nn.Module):\n    def gen(self, x):\n"
+        "        return self(x)\n\n\ndef fast(self, x):\n    return x\n\n\ndef speed_up(m):\n"
+        "    m.forward = types.MethodType(fast, m)\n")
+    (tmp_path / "b.py").write_text("from a import M\n\n\nclass Sub(M):\n    def forward(self, x):\n        return x\n")
+    (tmp_path / "c.py").write_text("x = 1\n")
+    analysed: list[list[str]] = []
+    real = fix.analyse
+    monkeypatch.setattr(fix, "analyse", lambda paths, run: analysed.append(sorted(paths)) or real(paths, run))
+    monkeypatch.chdir(tmp_path)
+    run = fix.fix_in_passes(["a.py", "b.py", "c.py"], Run())
+    assert analysed == [["a.py", "b.py", "c.py"], ["a.py", "b.py"]]
+    assert sorted(d.code for d in run.fixed) == ["FWD001", "FWD301"] and run.unfixed == [] and run.errors == []
+    text = (tmp_path / "a.py").read_text()
+    assert "    @forward_entry\n    def gen" in text and "    patch_forward(m, fast)\n" in text
+    assert analyse(["a.py", "b.py", "c.py"], Run()).diagnostics == []

@@ -1,9 +1,9 @@
 """``--fix-style call``: registrations after ``fabric.setup(...)`` / ``fully_shard(...)``.
 
-The project pair ``fixtures/codemod/call_style/{in,out}`` is hand-written: tuple targets, a
-constructor passed to ``setup``, an inherited entry method, a model whose class cannot be
-resolved (reported, not guessed), a method nobody calls (reported), FSDP2 with the import
-merged into an existing ``from torch.distributed.fsdp import``.
+The project pair ``fixtures/fwd001/fix/call_style`` (``test_fix_pairs.py``) is hand-written: tuple
+targets, a constructor passed to ``setup``, an inherited entry method, a model whose class cannot
+be resolved (reported, not guessed), a method nobody calls (reported), FSDP2 with the import
+merged into an existing ``from torch.distributed.fsdp import``. Here: the same through the CLI.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from pathlib import Path
 
 from fixture_cases import FIXTURES, run_cli
 
-PAIR = FIXTURES / "codemod" / "call_style"
+PAIR = FIXTURES / "fwd001" / "fix" / "call_style"
 MODEL = ("from torch import nn\n\n\nclass GPT(nn.Module):\n    def forward(self, x):\n        return x\n\n"
          "    def generate(self, x):\n        return self(x)\n")
 
@@ -25,10 +25,10 @@ def _tree(root: Path) -> dict[str, bytes]:
 
 def test_call_style_pair(tmp_path: Path) -> None:
     work = tmp_path / "project"
-    shutil.copytree(PAIR / "in", work)
+    shutil.copytree(PAIR / "before", work)
     proc = run_cli(work, "--fix", "--fix-style", "call", ".")
     assert proc.returncode == 1, proc.stderr  # two findings cannot be fixed this way
-    assert _tree(work) == _tree(PAIR / "out")
+    assert _tree(work) == _tree(PAIR / "after")
     assert proc.stderr.splitlines() == [
         "model.py:11:9: FWD001 not fixed: the class of `other` set up at train.py:18 cannot be resolved; "
         "register the method there by hand",
@@ -38,7 +38,7 @@ def test_call_style_pair(tmp_path: Path) -> None:
     ]
     # idempotent, and the analyzer agrees: only the two unfixable findings remain
     again = run_cli(work, "--fix", "--fix-style", "call", ".")
-    assert again.returncode == 1 and _tree(work) == _tree(PAIR / "out")
+    assert again.returncode == 1 and _tree(work) == _tree(PAIR / "after")
     remaining = run_cli(work, ".").stdout.splitlines()
     assert [line.split(" ")[0] for line in remaining] == ["model.py:11:9:", "model.py:14:9:"]
 
@@ -47,10 +47,10 @@ def test_call_style_diff_and_parallel_identical(tmp_path: Path) -> None:
     outputs = []
     for jobs in ("1", "2"):
         work = tmp_path / f"j{jobs}"
-        shutil.copytree(PAIR / "in", work)
+        shutil.copytree(PAIR / "before", work)
         proc = run_cli(work, "--diff", "--fix-style", "call", "-j", jobs, ".")
         assert proc.returncode == 1
-        assert _tree(work) == _tree(PAIR / "in")  # --diff writes nothing
+        assert _tree(work) == _tree(PAIR / "before")  # --diff writes nothing
         outputs.append(proc.stdout)
     assert outputs[0] == outputs[1]
     assert '+    model.mark_forward_method("generate")' in outputs[0].splitlines()
@@ -146,26 +146,26 @@ def test_one_line_suite_is_not_edited(tmp_path: Path) -> None:
 
 
 def test_refused_call_fix_leaves_files_untouched(tmp_path: Path, monkeypatch) -> None:
-    from lint_rules.fix import call as fix_call
-    from lint_rules.fix import run as fix
-    from lint_rules.fix.verify import FixRefused
     from lint_rules.engine import Run
+    from lint_rules.fix import run as fix
+    from lint_rules.fix import verify as fix_verify
+    from lint_rules.fix.verify import FixRefused
 
     work = tmp_path / "project"
-    shutil.copytree(PAIR / "in", work)
+    shutil.copytree(PAIR / "before", work)
 
     def refuse(*args: object) -> None:
         raise FixRefused("the fixed source does not compile: test")
 
-    monkeypatch.setattr(fix_call, "verify", refuse)
+    monkeypatch.setattr(fix_verify, "verify", refuse)
     monkeypatch.chdir(work)
     run = fix.plan(["model.py", "train.py"], Run(), style="call")
     fix.write(run)
-    assert _tree(work) == _tree(PAIR / "in")
+    assert _tree(work) == _tree(PAIR / "before")
     assert [(e.path, e.message) for e in run.errors] == [
         ("train.py", "fix not applied: the fixed source does not compile: test")]
     assert fix.exit_status(run, diff=False) == 2
-    assert sorted(u.reason for u in run.unfixed)[:2] == ["fix refused in train.py"] * 2
+    assert sorted(u.reason for u in run.unfixed)[:2] == ["fix refused: the fixed source does not compile: test"] * 2
 
 
 def test_fwd002_calls_are_fixed_by_registering_after_each_set_up(tmp_path: Path) -> None:

@@ -1,5 +1,5 @@
 """``--fix`` leaves nothing for pyflakes: every fixture of ``fixtures/`` (each rule's cases, the
-codemod pairs, the demo project, the runtime scripts with their model), fixed with
+``before`` side of its fix pairs, the demo project, the runtime scripts with their model), fixed with
 ``fwdlint --fix`` in each style, gets no ``flake8 --select F`` finding it did not have before
 (an ``import types`` that FWD301's rewrite left unused was one: F401)."""
 
@@ -25,6 +25,14 @@ def _tree(root: Path) -> Path:
                 target.mkdir(parents=True)
                 shutil.copyfile(case.files[0], target / case.files[0].name)
             (target / "pyproject.toml").touch()
+    for case in sorted(FIXTURES.glob("fwd[0-9][0-9][0-9]/fix/*")):
+        target = root / "fix_pairs" / f"{case.parent.parent.name}_{case.name}"
+        if (case / "before.py").is_file():
+            target.mkdir(parents=True)
+            shutil.copyfile(case / "before.py", target / f"{case.name}.py")
+        else:
+            shutil.copytree(case / "before", target)
+        (target / "pyproject.toml").touch()
     scripts = root / "fix_call_runtime_with_model"  # the scripts with the model they import
     shutil.copytree(FIXTURES / "fix_call_runtime", scripts)
     shutil.copyfile(FIXTURES / "runtime_models" / "unmarked_lm.py", scripts / "model.py")

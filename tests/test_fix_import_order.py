@@ -18,7 +18,7 @@ import libcst as cst
 import pytest
 
 from lint_rules.fix.imports import ensure_import
-from lint_rules.fix.verify import Plan, verify
+from lint_rules.fix.verify import verify
 
 ALL = ("isort", "black", "ruff")
 WIDE = ("black", "ruff")  # lines of 80-88 columns: isort's default profile wraps at 79
@@ -258,9 +258,8 @@ NEW_SECTION = {
 @pytest.mark.parametrize("separate", [True, False])
 def test_a_new_section_is_set_apart_when_the_caller_plans_the_blank_line(
         tmp_path: Path, separate: bool, monkeypatch: pytest.MonkeyPatch) -> None:
-    """``separate_sections=True``: the import and a blank line (``ImportEdit.lines``), which the verify
-    gate accepts and isort/ruff want; without it only the import line, which the gate also accepts
-    (the fixers that do not plan blank lines yet)."""
+    """``separate_sections=True``: the import and a blank line, which isort/ruff want; without it only
+    the import line. The verify gate accepts both: no existing line changes."""
     _write_project(tmp_path, {})
     monkeypatch.chdir(tmp_path)  # first-party is what lies in the working directory, as for isort and ruff
     results = {}
@@ -269,11 +268,7 @@ def test_a_new_section_is_set_apart_when_the_caller_plans_the_blank_line(
         edit = ensure_import(module, "runtime_shim", "forward_entry", len(module.body), source,
                              separate_sections=separate)
         assert edit.blank_lines == (1 if separate else 0) and edit.inserted == b"from runtime_shim import forward_entry"
-        verify(source.encode(), edit.module.bytes, Plan(inserted=edit.lines), name)  # raises if refused
-        plain = Plan(inserted=[edit.inserted])
-        if separate:
-            with pytest.raises(Exception, match="unexpected lines"):
-                verify(source.encode(), edit.module.bytes, plain, name)
+        verify(source.encode(), edit.module.bytes, edit.may_change, name)  # raises if refused
         results[name] = (edit.module.code, ALL)
         (tmp_path / "mypkg" / f"{name}.py").write_text(edit.module.code)
     if separate:
@@ -299,7 +294,7 @@ def test_an_extended_import_keeps_its_layout_and_comments(old: str, new: str) ->
     module = cst.parse_module(source)
     edit = ensure_import(module, "runtime_shim", "forward_entry", len(module.body), source)
     assert edit.module.code == f"{new}\n\nX = 1\n" and edit.extended is not None
-    verify(source.encode(), edit.module.bytes, Plan(extended=edit.extended), "m.py")
+    verify(source.encode(), edit.module.bytes, edit.may_change, "m.py")
 
 
 def test_unsorted_imports_get_the_line_before_the_first_that_sorts_after_it() -> None:

@@ -1,5 +1,5 @@
-"""FWD301's ``--fix``: the hand-written pairs in ``fixtures/codemod/fwd301`` (``NAME.in.py`` ->
-``NAME.out.py``), the forms it refuses (with their reasons), ``# noqa`` lines, and the fixed
+"""FWD301's ``--fix`` (its hand-written pairs, ``fixtures/fwd301/fix``, are ``test_fix_pairs.py``'s):
+the forms it refuses (with their reasons), ``# noqa`` lines, and the fixed
 program run for real: the patched instances get a class of their own and compute as before."""
 
 from __future__ import annotations
@@ -12,31 +12,7 @@ from pathlib import Path
 import pytest
 from fixture_cases import FIXTURES, cli_json, run_cli
 
-from lint_rules.fix import run as fix
-from lint_rules.engine import Run, analyse
-
-PAIRS_DIR = FIXTURES / "codemod" / "fwd301"
-PAIRS = sorted(p.name[: -len(".in.py")] for p in PAIRS_DIR.glob("*.in.py"))
-
-
-def _fwd301(path: Path) -> list[int]:
-    return [d.line for d in analyse([str(path)], Run()).diagnostics if d.code == "FWD301"]
-
-
-@pytest.mark.parametrize("name", PAIRS)
-def test_pair(name: str, tmp_path: Path) -> None:
-    target = tmp_path / f"{name}.py"
-    shutil.copyfile(PAIRS_DIR / f"{name}.in.py", target)
-    before = _fwd301(target)
-    assert before
-    run = fix.plan([str(target)], Run())
-    fix.write(run)
-    assert run.errors == [] and run.unfixed == []
-    assert sorted(d.line for d in run.fixed) == sorted(before)
-    assert target.read_bytes() == (PAIRS_DIR / f"{name}.out.py").read_bytes()
-    assert _fwd301(target) == []
-    again = fix.plan([str(target)], Run())
-    assert again.changed == [] and again.unfixed == []
+PAIRS = FIXTURES / "fwd301" / "fix"
 
 
 SOURCE = '''import functools
@@ -97,7 +73,7 @@ print("ok")
 
 
 def test_fixed_program_runs_with_patched_classes(tmp_path: Path) -> None:
-    shutil.copyfile(PAIRS_DIR / "basic.out.py", tmp_path / "basic.py")
+    shutil.copyfile(PAIRS / "basic" / "after.py", tmp_path / "basic.py")
     proc = subprocess.run([sys.executable, "-c", RUN_FIXED, str(tmp_path)], capture_output=True, text=True,
                           timeout=240)
     assert proc.returncode == 0 and proc.stdout.strip() == "ok", proc.stderr

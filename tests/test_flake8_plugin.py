@@ -106,3 +106,33 @@ def test_flake8_reads_standard_input(tmp_path: Path) -> None:
     proc = subprocess.run([sys.executable, "-m", "flake8", "--select", "FWD", "-"], input=SOURCE, cwd=tmp_path,
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 1 and proc.stdout.startswith("stdin:4:9: FWD001 M.gen runs"), proc.stdout + proc.stderr
+
+
+# flake8 -j 1 in this interpreter on argv; then how many objects the garbage collector was told to ignore
+FROZEN = ("import gc, sys\nfrom flake8.main.cli import main\ntry:\n    main(sys.argv[1:])\nexcept SystemExit:\n"
+          "    pass\nprint(gc.get_freeze_count())\n")
+
+
+@pytest.mark.parametrize(("select", "frozen"), [("FWD", True), ("E,W", False)])
+def test_the_project_view_is_kept_out_of_the_collectors_reach(tmp_path: Path, select: str, frozen: bool) -> None:
+    """flake8's own checks allocate enough to trigger full collections, each of which would walk the
+    whole view again (about half of the plugin's cost on timm): the view is frozen once built."""
+    import subprocess
+    import sys
+
+    (tmp_path / "pyproject.toml").write_text("")
+    (tmp_path / "model.py").write_text(SOURCE)
+    proc = subprocess.run([sys.executable, "-c", FROZEN, "-j", "1", f"--select={select}", "model.py"], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=120)
+    assert (int(proc.stdout.splitlines()[-1]) > 0) is frozen, proc.stderr
+
+
+def test_files_in_no_project_are_cached_once_under_the_directory_given(tmp_path: Path) -> None:
+    """No project marker: one cache where flake8 was pointed, whichever file each -j process met first."""
+    for name in ("a", "b"):
+        (tmp_path / name).mkdir()
+        for number in range(3):
+            (tmp_path / name / f"m{number}.py").write_text(SOURCE)
+    proc = run_flake8(tmp_path, "-j", "2", "--select=FWD", "a", "b")
+    assert len(flake8_rows(proc)) == 6, proc.stderr
+    assert sorted(p.relative_to(tmp_path).as_posix() for p in tmp_path.rglob(".fwdlint_cache")) == [".fwdlint_cache"]

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ast
 import os
+import shutil
 import sys
 import threading
 import time
@@ -126,23 +127,18 @@ def test_unreadable_file_among_good_ones(tmp_path: Path) -> None:
     assert "secret.py" in proc.stderr and "Traceback" not in proc.stderr
 
 
-def test_unreadable_file_as_another_user(tmp_path: Path) -> None:
-    """As root, run the CLI as ``nobody`` so a mode-000 file is really unreadable."""
-    if not hasattr(os, "geteuid") or os.geteuid() != 0:
-        pytest.skip("switching users needs root (the other test covers non-root runs)")
-    import subprocess
-    import tempfile
-
-    outer = Path(tempfile.mkdtemp())
-    outer.chmod(0o755)
+def test_unreadable_file_as_another_user(nobody) -> None:
+    """As root, run the CLI as ``nobody`` so a mode-000 file is really unreadable (in a directory under
+    /tmp that nobody can reach: the checkout may sit under a mode-700 home)."""
+    outer = nobody.workdir()
     (outer / "pyproject.toml").write_text("")
     _write(outer / "good.py", GOOD.encode())
     _write(outer / "secret.py", b"x = 1\n")
     (outer / "secret.py").chmod(0)
-    root = Path(__file__).resolve().parent.parent
-    proc = subprocess.run([sys.executable, "-m", "lint_rules.cli", "--no-cache", "."], cwd=outer, capture_output=True,
-                          text=True, timeout=120, preexec_fn=lambda: os.setuid(65534),
-                          env={**os.environ, "PYTHONPATH": str(root)})
+    try:
+        proc = nobody.run(["-m", "lint_rules.cli", "--no-cache", "."], cwd=outer)
+    finally:
+        shutil.rmtree(outer)
     assert "good.py:5:9: FWD001" in proc.stdout and proc.returncode == 2, (proc.stdout, proc.stderr)
     errors = [line for line in proc.stderr.splitlines() if not line.startswith("fwdlint: read ")]
     assert len(errors) == 1 and "secret.py" in errors[0] and "Traceback" not in proc.stderr, errors

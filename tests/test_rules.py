@@ -9,11 +9,14 @@ from pathlib import Path
 import pytest
 from fixture_cases import check_reported, cli_json, expectations, flake8_rows, run_flake8
 
-from lint_rules.facts.extract import COLLECTORS
 from lint_rules.rules import RULES, by_code
 from lint_rules.rules.base import Invalid, Valid
 
 EXAMPLES = [(rule, case) for rule in RULES for case in (*rule.VALID, *rule.INVALID)]
+#: ``FWD001-invalid-2``: the rule, the kind of example and its place among them (1-based)
+EXAMPLE_IDS = [f"{rule.CODE}-{kind}-{number}" for rule in RULES
+               for kind, cases in (("valid", rule.VALID), ("invalid", rule.INVALID))
+               for number in range(1, len(cases) + 1)]
 
 
 def test_codes_and_names_are_unique_and_well_formed() -> None:
@@ -28,18 +31,18 @@ def test_codes_and_names_are_unique_and_well_formed() -> None:
 
 
 def test_every_rule_is_complete() -> None:
-    collectors = {kind.name for kind in COLLECTORS}
     for rule in RULES:
         assert rule.__doc__ and len(rule.__doc__) > 500 and rule.__doc__.startswith(f"{rule.CODE} {rule.NAME}")
         assert rule.VALID and rule.INVALID
         assert all(isinstance(case, Valid) and not expectations(case.code, "x") for case in rule.VALID)
         assert all(isinstance(case, Invalid) and expectations(case.code, "x") for case in rule.INVALID)
-        assert set(rule.NEEDS) <= collectors, rule.NEEDS
-        assert all(callable(fixer) for fixer in rule.FIXERS.values())
         assert callable(rule.check)
+        options = getattr(rule, "FIX_OPTIONS", {})
+        assert not options or callable(getattr(rule, "fix", None)), f"{rule.CODE}: options without a fix"
+        assert all(isinstance(choices, tuple) and choices for choices in options.values()), rule.CODE
 
 
-@pytest.mark.parametrize("rule,case", EXAMPLES, ids=lambda v: getattr(v, "CODE", None) or "")
+@pytest.mark.parametrize("rule,case", EXAMPLES, ids=EXAMPLE_IDS)
 def test_example_through_cli_and_flake8(rule, case, tmp_path: Path) -> None:
     (tmp_path / "pyproject.toml").write_text("")
     (tmp_path / "example.py").write_text(case.code.lstrip("\n"), encoding="utf-8")

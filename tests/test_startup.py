@@ -40,3 +40,16 @@ def test_fix_imports_libcst_in_process(tmp_path: Path) -> None:
     (tmp_path / "pyproject.toml").write_text("")
     (tmp_path / "model.py").write_text(MODEL)
     assert _probe(tmp_path, "--fix", ".") == ("True", "0")
+
+
+# the lint_rules modules the CLI imported, after it ran in this interpreter
+MODULES = ("import sys\nfrom lint_rules.cli import main\ntry:\n    main(sys.argv[1:])\nexcept SystemExit:\n    pass\n"
+           "print(' '.join(sorted(m for m in sys.modules if m.startswith('lint_rules'))))\n")
+
+
+@pytest.mark.parametrize("option", ["--version", "--help"])
+def test_version_and_help_import_only_the_parser(tmp_path: Path, option: str) -> None:
+    """Neither the engine, the store, the rules, the reports nor the fixers: only what builds the parser."""
+    proc = subprocess.run([sys.executable, "-c", MODULES, option], cwd=tmp_path, capture_output=True, text=True,
+                          timeout=120)
+    assert proc.stdout.splitlines()[-1].split() == ["lint_rules", "lint_rules.cli", "lint_rules.contract"]

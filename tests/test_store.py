@@ -51,6 +51,19 @@ def test_second_run_parses_nothing_and_an_edit_parses_one_file(project: Path) ->
     assert edited.files_parsed == 1 and edited.diagnostics == cold.diagnostics
 
 
+def test_a_file_name_that_is_not_utf8_is_cached_too(project: Path) -> None:
+    """A Linux file name may hold any bytes (Python keeps them as surrogates); SQLite holds text as
+    UTF-8. Its facts, and an error naming it, are cached and read back as they were."""
+    name = os.fsdecode(b"latin\xe9.py")
+    (project / name).write_text(MODEL)
+    (project / os.fsdecode(b"bad\xe9.py")).write_text("class A(:\n")
+    paths = [str(project / name), str(project / os.fsdecode(b"bad\xe9.py"))]
+    cold = analyse(paths, Run())
+    assert cold.files_parsed == 5 and cold.diagnostics and len(cold.errors) == 1  # 3 of them the view
+    warm = analyse(paths, Run())
+    assert warm.files_parsed == 0 and warm.diagnostics == cold.diagnostics and warm.errors == cold.errors
+
+
 def test_cache_holds_json_only(project: Path) -> None:
     analyse([str(project / "model.py")], Run())
     db = sqlite3.connect(_db(project / ".fwdlint_cache"))
@@ -148,3 +161,18 @@ def test_nested_project_is_its_own(project: Path) -> None:
 def test_repository_checkout_is_one_project() -> None:
     """This repository's own fixtures each mark themselves as projects (pyproject.toml)."""
     assert (ROOT / "fixtures" / "demo_project" / "pyproject.toml").is_file()
+
+
+def test_files_in_no_project_are_cached_under_the_directory_given(tmp_path: Path) -> None:
+    """No marker above: the cache goes where the run was pointed (as ruff's goes to the working
+    directory), so a warm run reads it instead of parsing again; nothing is written elsewhere."""
+    checked, elsewhere = tmp_path / "scripts", tmp_path / "elsewhere"
+    checked.mkdir()
+    elsewhere.mkdir()
+    (checked / "model.py").write_text(MODEL)
+    assert run_cli(elsewhere, str(checked)).returncode == 1
+    assert _db(checked / ".fwdlint_cache").is_file() and os.listdir(elsewhere) == []
+    rerun = subprocess.run([sys.executable, "-c", "import sys\nfrom lint_rules.engine import Run, analyse\n"
+                            "print(analyse(sys.argv[1:], Run(start=None)).files_parsed)", str(checked / "model.py")],
+                           cwd=elsewhere, capture_output=True, text=True, timeout=120)
+    assert rerun.stdout.split() == ["0"], rerun.stderr

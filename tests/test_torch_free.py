@@ -15,7 +15,7 @@ def test_linter_and_decorator_run_with_torch_unimportable() -> None:
         "from runtime_shim import forward_entry\n"
         "from lint_rules.cli import main\n"
         "import lint_rules.flake8_plugin\n"
-        f"sys.exit(main([{str(FIXTURES / 'demo_project')!r}]))\n"
+        f"sys.exit(main(['--no-cache', {str(FIXTURES / 'demo_project')!r}]))\n"  # nothing written into fixtures/
     )
     proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 1, proc.stderr

@@ -17,10 +17,7 @@ import libcst as cst
 
 from lint_rules.facts.names import Names
 from lint_rules.facts.walk import dotted_name, string_value
-
-#: Lightning's empty-init mode, wherever it is imported from (``lightning.fabric.utilities.init``,
-#: ``lightning_fabric.utilities.init``, or a bare name in a test).
-_EMPTY_INIT = "_EmptyInit"
+from lint_rules.vocabulary import EMPTY_INIT
 
 
 def is_meta(expr: cst.BaseExpression, names: Names) -> bool:
@@ -46,6 +43,6 @@ def init_context(expr: cst.BaseExpression, names: Names) -> Optional[str]:
     func = dotted_name(expr.func) or ""
     if func.rpartition(".")[2] == "init_module" and "." in func:
         return f"{func}()"
-    if names.resolve(func).rpartition(".")[2] == _EMPTY_INIT:
-        return f"{_EMPTY_INIT}()"
+    if names.resolve(func).rpartition(".")[2] == EMPTY_INIT:
+        return f"{EMPTY_INIT}()"
     return None

@@ -26,27 +26,14 @@ from lint_rules.facts.traversal import Collector, FileWalk, Scope
 from lint_rules.facts.walk import (
     LEAVES, child_nodes, dotted_name, is_super_call, is_type_of, render_chain, split_chain, string_value,
 )
+from lint_rules.vocabulary import (
+    ADD_ELEMENT, ADD_SUBMODULE, CALLS_FIRST, COPY_FUNCS, ELEMENT_METHODS, FORWARD_NAMES, MODULE_CONTAINERS,
+    MODULE_RETURNS_SELF, PAIR_METHODS, PARTIAL, PASSTHROUGH_FUNCS, PLAIN_TYPES, PROPERTY_DECORATORS,
+    RUN_KEYWORDS, RUNS_ARGUMENT,
+)
 
-# Functions that run the module or callable given as their first argument.
-_RUNS_ARGUMENT = frozenset({
-    "checkpoint", "checkpoint_sequential", "checkpoint_seq", "_gradient_checkpointing_func",
-    "trace", "trace_module", "export", "functional_call",
-})
-_RUN_KEYWORDS = frozenset({"func", "fn", "function", "f", "module", "model", "mod"})
-_RETURNS_SELF = frozenset({"eval", "train", "to", "cpu", "cuda", "float", "half", "double", "bfloat16",
-                           "requires_grad_", "to_empty"})
-_COPY_FUNCS = frozenset({"deepcopy", "weight_norm", "spectral_norm"})
-_CALL_NAMES = frozenset({"forward", "__call__"})
-_ELEMENT_METHODS = frozenset({"values", "children", "modules"})
-_PAIR_METHODS = frozenset({"items", "named_children", "named_modules"})
-_PASSTHROUGH_FUNCS = frozenset({"reversed", "list", "tuple", "iter", "sorted"})
 # Calls that hand a module over without running it, or builtins: no summary to look up.
 _NOT_PASSING = frozenset(dir(__import__("builtins"))) | {"super"}
-_PLAIN_TYPES = frozenset({"int", "float", "bool", "str", "bytes", "dict", "list", "tuple", "set"})
-_CONTAINERS = frozenset({"ModuleList", "ModuleDict", "Sequential"})
-_ADD_ELEMENT = frozenset({"append", "extend", "insert", "add_module"})
-_PARTIAL = frozenset({"functools.partial", "partial"})
-_CALLS_FIRST = frozenset({"partial", "map"})  # builtins and functools that call (or bind to call) their first argument
 _NOT_MODULE_NODES = (
     cst.Integer, cst.Float, cst.Imaginary, cst.SimpleString, cst.ConcatenatedString,
     cst.FormattedString, cst.Lambda, cst.List, cst.Tuple, cst.Dict, cst.Set, cst.ListComp,
@@ -168,7 +155,7 @@ class MethodScan:
         func = call.func
         name = func.attr.value if isinstance(func, cst.Attribute) else (
             func.value if isinstance(func, cst.Name) else "")
-        if name in ("add_module", "register_module") and isinstance(func, cst.Attribute) \
+        if name in ADD_SUBMODULE and isinstance(func, cst.Attribute) \
                 and self.is_self(func.value) and call.args:
             attr = string_value(call.args[0].value)
             if attr:
@@ -177,15 +164,15 @@ class MethodScan:
             attr = string_value(call.args[1].value)
             if attr:
                 self.assigned.append((attr, call.args[2].value))
-        elif name in _ADD_ELEMENT and isinstance(func, cst.Attribute) and call.args:
+        elif name in ADD_ELEMENT and isinstance(func, cst.Attribute) and call.args:
             root, steps = split_chain(func.value)
             if self.is_self(root) and len(steps) == 1 and steps[0] is not None:
                 self.elements.append((steps[0], call.args[-1].value))
             elif isinstance(root, cst.Name) and not steps:
                 self.local_elements.setdefault(root.value, []).append(call.args[-1].value)
-        if name in _CALLS_FIRST and call.args and not call.args[0].keyword and self.is_self(call.args[0].value):
+        if name in CALLS_FIRST and call.args and not call.args[0].keyword and self.is_self(call.args[0].value):
             self.add(call, Use(SELF_CALL, "", 0, f"{name}({self.self_name}, ...)"))  # made to be called
-        if name in _RUNS_ARGUMENT:
+        if name in RUNS_ARGUMENT:
             target = _run_target(call)
             if target is not None:
                 self.classify_callee(call, self.unwrap_self(target), lambda text: f"{name}({text}, ...)")
@@ -198,7 +185,7 @@ class MethodScan:
         submodule handed to a function; whether it runs it is the function's summary's to say."""
         func, args = call.func, list(call.args)
         ref = self.callee_ref(func)
-        if ref in _PARTIAL and args and not args[0].keyword and not args[0].star:
+        if ref in PARTIAL and args and not args[0].keyword and not args[0].star:
             func, args = args[0].value, args[1:]
             ref = self.callee_ref(func)
         if ref is None:
@@ -218,7 +205,7 @@ class MethodScan:
     def callee_ref(self, func: cst.BaseExpression) -> Optional[str]:
         """The function a call calls, resolved through imports; None for methods of self,
         parameters, local names, builtins and torch (whose functions that run a module given
-        to them are ``_RUNS_ARGUMENT``)."""
+        to them are ``RUNS_ARGUMENT``)."""
         dotted = dotted_name(func)
         if dotted is None:
             return None
@@ -261,7 +248,7 @@ class MethodScan:
             self.classify_self_chain(call, steps, show)
         elif steps == ("forward",) and call.func is func and call.args and self.is_self(call.args[0].value):
             self.add(call, Use(SELF_CALL, "", 0, show(f"{root.value}.forward") + " with self"))
-        elif not steps or None in steps or steps[-1] in _CALL_NAMES or len(steps) == 1:
+        elif not steps or None in steps or steps[-1] in FORWARD_NAMES or len(steps) == 1:
             self.local_calls.append((call, root.value, steps, show))
 
     def classify_call_result(self, call: cst.Call, inner: cst.Call, steps: tuple[Optional[str], ...],
@@ -282,12 +269,12 @@ class MethodScan:
             return
         root, inner_steps = split_chain(func)
         if self.is_self(root) and len(inner_steps) == 1 and inner_steps[0] and len(steps) == 1 \
-                and steps[0] is not None and steps[0] not in _CALL_NAMES:
+                and steps[0] is not None and steps[0] not in FORWARD_NAMES:
             text = show(render_chain(self.self_name or "self", inner_steps) + "()." + steps[0])
             self.add(call, Use(RESULT_METHOD, inner_steps[0], 0, text, method=steps[0]))
             return
         if not self.is_self(root) or None in inner_steps or (steps and steps[-1] is not None
-                                                             and steps[-1] not in _CALL_NAMES):
+                                                             and steps[-1] not in FORWARD_NAMES):
             return
         text = show(render_chain(self.self_name or "self", inner_steps) + "()" + render_chain("", steps))
         if len(inner_steps) == 1:
@@ -298,7 +285,7 @@ class MethodScan:
     def unwrap_self(self, expr: cst.BaseExpression) -> cst.BaseExpression:
         """``self.eval()`` and friends return ``self``: ``trace(self.eval(), x)`` runs self."""
         if isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute) \
-                and self.is_self(expr.func.value) and expr.func.attr.value in _RETURNS_SELF:
+                and self.is_self(expr.func.value) and expr.func.attr.value in MODULE_RETURNS_SELF:
             return expr.func.value
         return expr
 
@@ -313,7 +300,7 @@ class MethodScan:
                             show: Callable[[str], str], text: str = "") -> None:
         text = text or show(render_chain(self.self_name or "self", steps))
         last = steps[-1] if steps else None
-        calls_it = not steps or last is None or last in _CALL_NAMES
+        calls_it = not steps or last is None or last in FORWARD_NAMES
         if not steps or steps in (("forward",), ("__call__",)) or (steps[0] is None and calls_it):
             self.add(call, Use(SELF_CALL, "", 0, text))
         elif len(steps) == 1:
@@ -339,13 +326,13 @@ class MethodScan:
                     return (None, self.shape(args[0]))
                 if func.value == "zip":
                     return tuple(self.shape(a) for a in args)
-                if func.value in _PASSTHROUGH_FUNCS and args:
+                if func.value in PASSTHROUGH_FUNCS and args:
                     return self.shape(args[0])
             if isinstance(func, cst.Attribute):
                 inner = self.shape(func.value)
-                if func.attr.value in _ELEMENT_METHODS:
+                if func.attr.value in ELEMENT_METHODS:
                     return inner
-                if func.attr.value in _PAIR_METHODS and inner is not None:
+                if func.attr.value in PAIR_METHODS and inner is not None:
                     return (None, inner)
             return None
         root, steps = split_chain(expr)
@@ -427,13 +414,13 @@ class MethodScan:
             dotted = dotted_name(func)
             if dotted is None:
                 return [Source(SRC_UNKNOWN)]
-            if dotted.rsplit(".", 1)[-1] in _COPY_FUNCS and value.args:
+            if dotted.rsplit(".", 1)[-1] in COPY_FUNCS and value.args:
                 return self.sources(value.args[0].value, depth + 1)
             if dotted.split(".", 1)[0] == self.self_name:
                 return [Source(SRC_RESULT, dotted.split(".")[1])] if dotted.count(".") == 1 else [Source(SRC_UNKNOWN)]
             ref = self.names.resolve(dotted)
             found = [Source(SRC_CALL, ref)]
-            if ref.rpartition(".")[2] in _CONTAINERS:
+            if ref.rpartition(".")[2] in MODULE_CONTAINERS:
                 found.extend(Source(SRC_ELEMENT, element) for element in self.built_in(value.args))
             return found
         return [Source(SRC_UNKNOWN)]
@@ -449,7 +436,7 @@ class MethodScan:
                 dotted = dotted_name(node.func)
                 if dotted is not None and dotted.split(".", 1)[0] not in (self.self_name, *self.params):
                     ref = self.names.resolve(dotted)
-                    if ref.rpartition(".")[2] not in _CONTAINERS:
+                    if ref.rpartition(".")[2] not in MODULE_CONTAINERS:
                         found.append(ref)
                         continue
                 stack.extend(arg.value for arg in node.args)
@@ -467,7 +454,7 @@ def _run_target(call: cst.Call) -> Optional[cst.BaseExpression]:
     for arg in call.args:
         if arg.keyword is None and not arg.star:
             return arg.value
-        if arg.keyword is not None and arg.keyword.value in _RUN_KEYWORDS:
+        if arg.keyword is not None and arg.keyword.value in RUN_KEYWORDS:
             return arg.value
     return None
 
@@ -486,9 +473,6 @@ class MethodBody:
     asynchronous: bool = False
 
 
-_PROPERTY_DECORATORS = frozenset({"property", "cached_property", "setter", "getter", "deleter"})
-
-
 def method_kind(decorators: tuple[str, ...]) -> str:
     """"method", "staticmethod", "classmethod" or "property", from the resolved decorators."""
     kind = "method"
@@ -496,7 +480,7 @@ def method_kind(decorators: tuple[str, ...]) -> str:
         last = dec.rsplit(".", 1)[-1]
         if last.endswith(("staticmethod", "classmethod")):  # Lightning's `_restricted_classmethod` too
             kind = "staticmethod" if last.endswith("staticmethod") else "classmethod"
-        elif last in _PROPERTY_DECORATORS:
+        elif last in PROPERTY_DECORATORS:
             kind = "property"
     return kind
 
@@ -593,7 +577,7 @@ class EntryUses(Collector):
         plain = {p.name.value for p in every if isinstance(p.default, _NOT_MODULE_NODES) or (
             isinstance(p.default, cst.Name) and p.default.value in ("True", "False")) or (
             p.annotation is not None and isinstance(p.annotation.annotation, cst.Name)
-            and p.annotation.annotation.value in _PLAIN_TYPES)}
+            and p.annotation.annotation.value in PLAIN_TYPES)}
         candidates, returned = _module_candidates(fn, set(names) - plain)
         runs = []
         builds: list[str] = []

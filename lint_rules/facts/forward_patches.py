@@ -34,14 +34,11 @@ import libcst as cst
 from lint_rules.facts.model import ForwardPatch
 from lint_rules.facts.traversal import Collector, Scope
 from lint_rules.facts.walk import dotted_name, string_value
+from lint_rules.vocabulary import (
+    CLASS_NAME_ATTRIBUTES, IMPLICIT_CLASSMETHODS, METHOD_TYPE, PARTIAL, SETATTR, TYPE_ANNOTATIONS,
+)
 
 _TRIGGER = re.compile(r"""\.forward\s*=[^=]|["']forward["']|__(?:qual)?name__\s*=[^=]|__dict__\[\w+\]\s*=[^=]""")
-_METHOD_TYPE = frozenset({"types.MethodType", "MethodType"})
-_PARTIAL = frozenset({"functools.partial", "partial"})
-_SETATTR = frozenset({"setattr", "object.__setattr__"})
-_NAMES = ("__name__", "__qualname__")
-_CLASS_FIRST = frozenset({"__init_subclass__", "__class_getitem__"})  # implicit class methods
-_TYPE_ANNOTATIONS = frozenset({"type", "typing.Type", "Type"})
 CLASS = "class"
 
 
@@ -96,7 +93,7 @@ class ForwardPatches(Collector):
             decorators = {d.rpartition(".")[2] for d in names.decorators(node)}
             if "staticmethod" not in decorators:
                 first = params[0].name.value
-                if "classmethod" in decorators or node.name.value in _CLASS_FIRST:
+                if "classmethod" in decorators or node.name.value in IMPLICIT_CLASSMETHODS:
                     known[first] = CLASS
                 else:
                     known[first] = "self:" + scope.parent.prefix.removesuffix(".")
@@ -112,7 +109,7 @@ class ForwardPatches(Collector):
         if isinstance(expr, cst.Subscript):
             expr = expr.value
         ref = self.walk.names.resolve(dotted_name(expr) or "")
-        if ref in _TYPE_ANNOTATIONS:
+        if ref in TYPE_ANNOTATIONS:
             return CLASS
         return "ref:" + self.walk.names.annotation_ref(annotation) if ref else ""
 
@@ -157,7 +154,7 @@ class ForwardPatches(Collector):
                           and not self.walk.inline and isinstance(self.walk.statement, cst.SimpleStatementLine)
                           and len(self.walk.statement.body) == 1)
                 self._add(_Patch(form, target.value, target.attr, scope, function, simple))
-            elif isinstance(target, cst.Attribute) and target.attr.value in _NAMES:
+            elif isinstance(target, cst.Attribute) and target.attr.value in CLASS_NAME_ATTRIBUTES:
                 instance = _instance_of_type(target.value)
                 if instance is not None:
                     self._add(_Patch("rename", instance, target.attr, scope))
@@ -185,12 +182,12 @@ class ForwardPatches(Collector):
         node_at = call.func.attr if isinstance(call.func, cst.Attribute) else call.func
         if not isinstance(node_at, cst.Name):
             return
-        if callee in _SETATTR and len(call.args) >= 3:
+        if callee in SETATTR and len(call.args) >= 3:
             obj, name = call.args[0].value, string_value(call.args[1].value)
             if name == "forward" and _instance_of_type(obj) is None:
                 _, function = self._form(call.args[2].value)
                 self._add(_Patch("setattr", obj, node_at, scope, function))
-            elif name in _NAMES and _instance_of_type(obj) is not None:
+            elif name in CLASS_NAME_ATTRIBUTES and _instance_of_type(obj) is not None:
                 self._add(_Patch("rename", _instance_of_type(obj), node_at, scope))
             elif name is None:
                 self._setter(scope, obj, call.args[1].value)
@@ -224,9 +221,9 @@ class ForwardPatches(Collector):
         first = value.args[0].value if value.args else None
         name = first.value if isinstance(first, cst.Name) else ""
         ref = self.walk.names.resolve(dotted_name(value.func) or "")
-        if ref in _METHOD_TYPE:
+        if ref in METHOD_TYPE:
             return "MethodType", name
-        if ref in _PARTIAL:
+        if ref in PARTIAL:
             return "partial", name
         if isinstance(value.func, cst.Attribute) and value.func.attr.value == "__get__":
             inner = value.func.value

@@ -25,9 +25,7 @@ from lint_rules.facts.devices import init_context
 from lint_rules.facts.model import COMPILE, InitCall
 from lint_rules.facts.traversal import Collector, Scope
 from lint_rules.facts.walk import LEAVES, child_nodes, dotted_name
-
-#: Methods that run while a model is built: what a chain from a construction starts with.
-INIT_METHODS = frozenset({"__init__", "configure_model"})
+from lint_rules.vocabulary import INIT_METHODS  # what a chain from a construction starts with
 
 
 @dataclass

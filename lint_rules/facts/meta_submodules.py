@@ -29,10 +29,7 @@ from lint_rules.facts.devices import is_meta, meta_keyword
 from lint_rules.facts.model import MetaSubmodule
 from lint_rules.facts.traversal import Collector, Scope
 from lint_rules.facts.walk import LEAVES, child_nodes, dotted_name
-
-#: Calls that return the module they are called on, so ``X().to("meta").eval()`` is still X.
-_RETURNS_SELF = frozenset({"eval", "train", "requires_grad_", "float", "half", "bfloat16", "double", "cpu"})
-_DEEPCOPY = frozenset({"copy.deepcopy", "deepcopy"})
+from lint_rules.vocabulary import DEEPCOPY, MODULE_KEEPS_DEVICE
 
 
 @dataclass
@@ -91,7 +88,7 @@ class MetaSubmodules(Collector):
         """(how, what) if ``value`` ends up on meta."""
         names = self.walk.names
         while (isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute)
-               and value.func.attr.value in _RETURNS_SELF):
+               and value.func.attr.value in MODULE_KEEPS_DEVICE):  # X().to("meta").eval() is X on meta
             value = value.func.value
         if not isinstance(value, cst.Call):
             return None
@@ -112,13 +109,13 @@ class MetaSubmodules(Collector):
             return None
         if meta_keyword(value, names):
             return 'device="meta"', ref
-        if self.walk.statement in self.in_meta and ref not in _DEEPCOPY:
+        if self.walk.statement in self.in_meta and ref not in DEEPCOPY:
             return self.in_meta[self.walk.statement], ref
         return None
 
     def _what(self, expr: cst.BaseExpression, me: str) -> str:
         """What ``.to(...)`` was applied to: a class built here, ``self``, ``self.<attr>``, "" if unknown."""
-        if isinstance(expr, cst.Call) and self.walk.names.resolve(dotted_name(expr.func) or "") in _DEEPCOPY:
+        if isinstance(expr, cst.Call) and self.walk.names.resolve(dotted_name(expr.func) or "") in DEEPCOPY:
             expr = expr.args[0].value if expr.args else expr
         text = dotted_name(expr)
         if text == me:

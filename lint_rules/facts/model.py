@@ -4,12 +4,15 @@ Everything here is a frozen dataclass of strings, ints and tuples, so facts can 
 boundaries (``-j N``), be stored as JSON in the facts store (``codec.py``), and be shared by the
 CLI, the flake8 plugin and the fixers. Nothing in this module knows about other files: names are
 resolved through the file's own imports only; the project view (``project.py``) does the
-cross-file work. Adding a field means bumping ``codec.FORMAT``.
+cross-file work. A new record or field needs nothing else to be stored: ``codec.py`` reads how
+from the annotations (``str``, ``int``, ``bool``, records and tuples of these).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+
+from lint_rules.vocabulary import DESCRIPTORS  # noqa: F401 -- the rules import it from here
 
 # Kinds of `Use`, i.e. of things a method body does that may be module computation.
 SELF_CALL = "self"  # self(...), self.forward(...), self.__call__(...), Cls.forward(self, ...)
@@ -40,10 +43,7 @@ SRC_NOT_MODULE = "value"  # literal, lambda, list, tensor factory...: never a mo
 SRC_UNKNOWN = "unknown"  # a value whose type the file does not tell
 
 # Names facts hold that rules compare against (here, not in the collectors, so that rules and a
-# warm run import no LibCST).
-#: Python's descriptors that change what a decorated ``def`` is (not an instance method): the
-#: builtins ``staticmethod``, ``classmethod``, ``property`` and ``functools.cached_property``.
-DESCRIPTORS = frozenset({"staticmethod", "classmethod", "property", "cached_property"})
+# warm run import no LibCST; DESCRIPTORS, from the vocabulary, likewise).
 #: The compiler whose calls and decorators FWD201 follows (``torch.compile``, PyTorch 2.0+).
 COMPILE = "torch.compile"
 

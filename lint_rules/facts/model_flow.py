@@ -32,12 +32,10 @@ from lint_rules import contract
 from lint_rules.facts.model import Mark, WrapSite, WrappedCall
 from lint_rules.facts.traversal import Collector, Scope
 from lint_rules.facts.walk import dotted_name, string_value
+from lint_rules.vocabulary import MARK_NAME_KEYWORDS, SETUP_METHODS, WRAPPER_CLASSES
 
 _TRIGGER = re.compile(r"\.setup(?:_module)?\s*\(|fully_shard\s*\(|DistributedDataParallel|FullyShardedDataParallel"
                       rf"|\bDDP\b|\bFSDP\b|{contract.MARK_METHOD_CALL}|{contract.FSDP_REGISTER_CALL}")
-_SETUP_METHODS = ("setup", "setup_module")
-_WRAPPER_CLASSES = {"DistributedDataParallel": "ddp", "FullyShardedDataParallel": "fsdp1"}
-_NAME_KEYWORDS = ("method", "method_name", "method_or_name")
 #: Calls that return the wrapper they are given: ``ddp = guard(DDP(model))`` sets up like ``DDP(model)``.
 _PASS_THROUGH = frozenset({f"{contract.DECORATOR_MODULE}.guard", f"{contract.DECORATOR_MODULE}.api.guard"})
 
@@ -187,7 +185,7 @@ class ModelFlow(Collector):
         receiver, _, last = func.rpartition(".")
         positional = [a.value for a in value.args if a.keyword is None and not a.star]
         is_fabric = "fabric" in receiver.rpartition(".")[2].lower() or receiver in frame.fabrics
-        if last in _SETUP_METHODS and receiver and is_fabric:
+        if last in SETUP_METHODS and receiver and is_fabric:
             elements = targets[0].elements if targets and isinstance(targets[0], (cst.Tuple, cst.List)) else None
             pairs = (zip([e.value for e in elements], positional) if elements is not None
                      else zip(targets[:1], positional[:1]))
@@ -199,7 +197,7 @@ class ModelFlow(Collector):
                     self._bind(arg, _Value("inner", cls, site), scope)
                     self._bind(target, _Value("wrapped", cls, site), scope)
             return
-        wrapper = _WRAPPER_CLASSES.get(self._wrapper_name(func))
+        wrapper = WRAPPER_CLASSES.get(self._wrapper_name(func))
         if wrapper is not None and positional:
             cls = self._class_of_arg(positional[0], scope)
             var = dotted_name(targets[0]) if targets else None
@@ -224,7 +222,7 @@ class ModelFlow(Collector):
         """``DistributedDataParallel`` / ``FullyShardedDataParallel`` if ``func`` names torch's
         (through any import alias such as ``DDP``), else ""."""
         head, _, last = (self.walk.names.resolve(func) if func else "").rpartition(".")
-        return last if last in _WRAPPER_CLASSES and (head.split(".", 1)[0] == "torch" or not head) else ""
+        return last if last in WRAPPER_CLASSES and (head.split(".", 1)[0] == "torch" or not head) else ""
 
     def _class_of_arg(self, arg: cst.BaseExpression, scope: Scope) -> Optional[str]:
         known = self._value(arg, scope)
@@ -292,7 +290,7 @@ class ModelFlow(Collector):
     def _mark(self, call: cst.Call, receiver: cst.BaseExpression, via: str, args: Any, scope: Scope) -> None:
         positional = [a for a in args if a.keyword is None]
         arg = positional[0] if positional else next(
-            (a for a in args if a.keyword is not None and a.keyword.value in _NAME_KEYWORDS), None)
+            (a for a in args if a.keyword is not None and a.keyword.value in MARK_NAME_KEYWORDS), None)
         if arg is None:
             return
         name = string_value(arg.value)

@@ -1,6 +1,7 @@
-"""Edit machinery for ``--fix`` / ``--diff``: fixers edit, they never analyse.
+"""What every rule's fix shares: rules edit (``rules/*.fix``), this package runs and checks.
 
-``run`` plans and writes; each rule names its fixers (``FIXERS``); ``decorator`` and ``call`` are
-FWD001's; ``locate`` finds the nodes to edit by the lines the facts give; ``imports`` adds an import
-with the smallest edit; ``verify`` checks the result; ``atomic`` writes it.
+``run`` drives the passes and writes; ``verify`` is the gate every fix passes (the same for every
+rule); ``atomic`` writes; ``diff`` prints ``--diff``. The edit toolkit for rules: ``locate`` finds
+the nodes to edit by the lines the facts give, ``imports`` adds or removes an import with the
+smallest edit, ``registrations`` inserts ``mark_forward_method`` lines after a set-up.
 """

@@ -31,9 +31,7 @@ first import of the section that sorts after it (the end of the section if none 
 
 With no such group, the line starts a new section: after the standard-library (and
 ``__future__``) groups, before first-party and relative ones. isort and ruff set a section apart
-with a blank line, a second new line: the fixers plan ``ImportEdit.lines`` (the import and the
-blank line) for the verify gate, which takes no line it was not told about.
-(``separate_sections=False`` makes the import join the group above it instead, below it when it
+with a blank line, a second new line. (``separate_sections=False`` makes the import join the group above it instead, below it when it
 is the first.) With no import at all above the statement
 the line goes right after the docstring (``__future__`` imports, shebang, encoding cookie and
 header comments stay first), which both tools accept; the blank lines they want between imports
@@ -71,7 +69,7 @@ from typing import Optional, Sequence, Union
 import libcst as cst
 
 from lint_rules.facts.walk import dotted_name as dotted
-from lint_rules.fix.verify import planned
+from lint_rules.fix.verify import encoded
 from lint_rules.positions import node_positions
 from lint_rules.source import line_breaks, split_lines
 
@@ -370,9 +368,9 @@ class ImportEdit:
     blank_lines: int = 0
 
     @property
-    def lines(self) -> list[bytes]:
-        """Every new line a caller plans (stripped text): the import and the blank lines."""
-        return ([self.inserted] if self.inserted is not None else []) + [b""] * self.blank_lines
+    def may_change(self) -> frozenset[int]:
+        """The old lines of the import statement it extends (``FileFix.may_change``)."""
+        return frozenset(range(self.extended[0], self.extended[1] + 1)) if self.extended else frozenset()
 
 
 def _free_name(name: str, code: str) -> str:
@@ -446,7 +444,7 @@ def ensure_import(module: cst.Module, source_module: str, name: str, before: int
             new_body[index] = stmt.with_changes(body=body)
             return ImportEdit(module.with_changes(body=new_body), local, extended=lines)
     statement = cst.SimpleStatementLine(body=[cst.ImportFrom(module=expression(source_module), names=[alias])])
-    text = planned(module.code_for_node(statement).strip(), module.encoding)
+    text = encoded(module.code_for_node(statement).strip(), module.encoding)
     new_module, blanks = _insert(module, statement, source_module.partition(".")[0], before, separate_sections)
     return ImportEdit(new_module, local, inserted=text, blank_lines=blanks)
 
@@ -455,13 +453,11 @@ def ensure_import(module: cst.Module, source_module: str, name: str, before: int
 
 @dataclass
 class ImportRemoval:
-    """``remove_unused_import``'s result: the new module, the 1-based old lines it deletes (the
-    import, and the blank lines that set its section apart) and how many planned blank lines of
-    a just-inserted import are no longer inserted (the blank line now comes from the old file)."""
+    """``remove_unused_import``'s result: the new module and the 1-based old lines it deletes (the
+    import, and the blank lines that set its section apart)."""
 
     module: cst.Module
     removed: list[int]
-    unplanned_blanks: int = 0
 
 
 class _Names(cst.CSTVisitor):
@@ -537,7 +533,7 @@ def remove_unused_import(module: cst.Module, original: cst.Module, own_lines: di
     alone = (below and all(line.comment is None for line in below)
              and (index == 0 or not _is_import_line(body[index - 1]) or bool(stmt.leading_lines)))
     known = after in own_lines
-    fresh = inserted is not None and not known and planned(
+    fresh = inserted is not None and not known and encoded(
         module.code_for_node(after.with_changes(leading_lines=[])).strip(), module.encoding) == inserted
     unplanned = 0
     if alone and known:
@@ -551,4 +547,4 @@ def remove_unused_import(module: cst.Module, original: cst.Module, own_lines: di
     if known:
         own_lines[body[index + 1]] = own_lines[after]
     del body[index]
-    return ImportRemoval(module.with_changes(body=body), removed, unplanned)
+    return ImportRemoval(module.with_changes(body=body), removed)

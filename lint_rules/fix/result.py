@@ -1,16 +1,16 @@
-"""What fixers get and give: the run they fix, and what fixing one file produced (plain data,
-so ``-j N`` workers can send it back)."""
+"""What a rule's ``fix`` gets and gives: the run it fixes, and what fixing one file produced
+(plain data, so ``-j N`` workers can send it back)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Callable, Optional, Sequence
+from typing import TYPE_CHECKING, Optional, Sequence
 
 from lint_rules.diagnostics import Diagnostic
 from lint_rules.noqa import NOQA_INLINE, is_suppressed
 
 if TYPE_CHECKING:
-    from lint_rules.engine import Result
+    from lint_rules.engine import Result, Run
 
 
 @dataclass(frozen=True)
@@ -22,7 +22,9 @@ class Unfixed:
 @dataclass
 class FileFix:
     """``new == old`` when nothing changed; ``error`` set when the fix was refused (the file is
-    then left untouched and every finding in it is in ``unfixed``)."""
+    then left untouched and every finding in it is in ``unfixed``). ``may_change``: the 1-based
+    old lines the fix rewrites or deletes (an import it extends, a statement it replaces); every
+    other old line must stay as it was (``verify``)."""
 
     path: str
     old: bytes = b""
@@ -30,6 +32,7 @@ class FileFix:
     fixed: list[Diagnostic] = field(default_factory=list)
     unfixed: list[Unfixed] = field(default_factory=list)
     error: Optional[str] = None
+    may_change: frozenset[int] = frozenset()
 
     @property
     def changed(self) -> bool:
@@ -47,26 +50,13 @@ def line_suppresses(text: str, line: int, code: str) -> bool:
 
 @dataclass
 class FixContext:
-    """What a fixer may read: the files the run was given and the analysis of them."""
+    """What a rule's fix may read: the files the run was given, the analysis of them (findings,
+    facts, project views) and the run's options."""
 
     paths: Sequence[str]
     analysis: "Result"
-    jobs: int = 1
+    run: "Run"
 
-
-#: A rule's fixer: turns that rule's findings into file edits (``FileFix``) and says why the
-#: others cannot be fixed. It edits; what to edit comes from the diagnostics and the facts.
-Fixer = Callable[[FixContext, Sequence[Diagnostic]], tuple[list[FileFix], list[Unfixed]]]
-
-
-def lazy_fixer(module: str, name: str) -> Fixer:
-    """A fixer loaded when first used: rules name their fixers without importing the edit
-    machinery (and LibCST) into every check-only run."""
-
-    def fixer(context: FixContext, diagnostics: Sequence[Diagnostic]) -> tuple[list[FileFix], list[Unfixed]]:
-        import importlib
-
-        return getattr(importlib.import_module(module), name)(context, diagnostics)
-
-    fixer.__qualname__ = f"{module}.{name}"
-    return fixer
+    @property
+    def jobs(self) -> int:
+        return self.run.jobs

@@ -1,14 +1,18 @@
-"""The last gate before a fixed file is written: is the new source exactly the old one plus
-the lines we meant to insert, and does it still parse and compile?
+"""The gate every fix passes before it is written, the same for every rule.
 
-A codemod that reformats a line, drops a BOM or normalises CRLF would turn a one-line fix into
-a noisy diff (or a broken file). Rather than trusting LibCST's round trip, every result is
-compared with the original bytes line by line: only whole new lines whose text we planned may
-appear, the one existing statement we may extend (an existing ``from X import ...`` that
-gets one more name) may change, a statement planned to be rewritten in place (FWD301's
-``m.forward = MethodType(f, m)`` -> ``patch_forward(m, f)``) may become exactly its planned text,
-and lines planned to go (the ``import types`` that rewrite left unused) may be deleted.
-Anything else refuses the fix.
+1. The bytes: the byte order mark and the source encoding stay; no existing line changes except
+   those the fix declared (``FileFix.may_change``: an import it extends, a statement it rewrites,
+   an import it removes). A codemod that reformats a line, drops a BOM or normalises CRLF would
+   turn a one-line fix into a noisy diff, so LibCST's round trip is not trusted.
+2. The program: the new text compiles (CPython is the authority) and parses again into facts
+   (through the store's parser workers, as any file is read).
+3. The findings: the changed files, and the files whose findings a fix claims, are linted again
+   with every fix of the pass in the project view. Each finding the fix claims must be gone and
+   no new finding may appear. Since a fixed finding no longer exists, fixing the fixed text again
+   has nothing to do: this is what makes ``--fix`` idempotent.
+
+A fix that fails any of them is refused: the file is left untouched and its findings are
+reported as not fixed, with the reason.
 """
 
 from __future__ import annotations
@@ -16,13 +20,17 @@ from __future__ import annotations
 import codecs
 import difflib
 import functools
-from dataclasses import dataclass, field
+from collections import Counter
 from pathlib import Path
-from typing import Callable, Optional, Sequence
+from typing import TYPE_CHECKING, AbstractSet, Callable, Optional, Sequence
 
-from lint_rules.diagnostics import Diagnostic
+from lint_rules.diagnostics import Diagnostic, FileError
+from lint_rules.facts.model import FileFacts
 from lint_rules.fix.result import FileFix, Unfixed
 from lint_rules.source import decode, one_line, source_encoding
+
+if TYPE_CHECKING:
+    from lint_rules.engine import Result, Run
 
 BOM = b"\xef\xbb\xbf"
 
@@ -31,29 +39,16 @@ class FixRefused(Exception):
     """The computed fix is unsafe; the file is left untouched."""
 
 
-@dataclass
-class Plan:
-    """What a codemod intends: the stripped text of each inserted line (bytes, without
-    indentation or line ending, repeated as often as inserted) and the 1-based old line range
-    of an import statement it may extend."""
-
-    inserted: list[bytes] = field(default_factory=list)
-    extended: Optional[tuple[int, int]] = None
-    # 1-based old line -> the stripped text that replaces it (a statement rewritten in place)
-    replaced: dict[int, bytes] = field(default_factory=dict)
-    # 1-based old lines deleted (an import the fix left unused, and its section's blank line)
-    removed: frozenset[int] = frozenset()
-
-
-def planned(text: str, encoding: str) -> bytes:
-    """A planned line as the file will hold it: in the file's encoding (a latin-1 file gets
-    latin-1 bytes), without a BOM (that belongs to the file, not the line)."""
+def encoded(text: str, encoding: str) -> bytes:
+    """A new line as the file will hold it: in the file's encoding (a latin-1 file gets latin-1
+    bytes), without a BOM (that belongs to the file, not the line)."""
     codec = codecs.lookup(encoding).name
     return text.encode("utf-8" if codec == "utf-8-sig" else codec)
 
 
-def verify(old: bytes, new: bytes, plan: Plan, path: str) -> None:
-    """Raise ``FixRefused`` unless ``new`` is ``old`` plus the planned lines and still valid."""
+def verify(old: bytes, new: bytes, may_change: AbstractSet[int], path: str) -> None:
+    """Raise ``FixRefused`` unless ``new`` keeps ``old``'s encoding and every old line outside
+    ``may_change`` (1-based), and compiles. New lines may appear anywhere."""
     if old.startswith(BOM) != new.startswith(BOM):
         raise FixRefused("the fix would change the byte order mark")
     try:
@@ -63,56 +58,84 @@ def verify(old: bytes, new: bytes, plan: Plan, path: str) -> None:
         raise FixRefused(f"the fixed source has an unreadable encoding: {error.msg}") from None
     old_lines = old.removeprefix(BOM).splitlines(keepends=True)
     new_lines = new.removeprefix(BOM).splitlines(keepends=True)
-    wanted = sorted(plan.inserted)
-    got: list[bytes] = []
     matcher = difflib.SequenceMatcher(None, old_lines, new_lines, autojunk=False)
-    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
-        if tag == "equal":
-            continue
-        span = plan.extended
-        if tag == "insert" and span is not None and span[0] <= i1 < span[1]:
-            continue  # a new line inside the parenthesised import being extended
-        if tag == "insert":
-            got.extend(line.strip() for line in new_lines[j1:j2])
-            continue
-        if tag == "replace" and span is not None and span[0] - 1 <= i1 and i2 <= span[1]:
-            continue
-        if tag == "replace" and span is not None and i1 < span[1] and span[0] <= i2 and all(
-                span[0] <= line <= span[1] or line in plan.removed for line in range(i1 + 1, i2 + 1)):
-            continue  # the extended import next to a removed one (difflib joins them into one change)
-        if tag in ("replace", "delete") and all(line in plan.replaced or line in plan.removed
-                                                for line in range(i1 + 1, i2 + 1)):
-            got.extend(line.strip() for line in new_lines[j1:j2])
-            continue
-        raise FixRefused(f"the fix would change existing line {i1 + 1}")
-    replacing = sorted(plan.replaced.values())
-    if replacing:  # each replaced line's new text appears once among the changed lines
-        for text in replacing:
-            if text not in got:
-                raise FixRefused("the fix would not rewrite the planned statement")
-            got.remove(text)
-    if plan.extended is None and sorted(got) != wanted:
-        raise FixRefused("the fix would insert unexpected lines")
-    if plan.extended is not None and not set(got) <= set(wanted):
-        raise FixRefused("the fix would insert unexpected lines")
-    try:  # CPython's own parser and compiler are the authority (a LibCST re-parse would double the cost)
+    for tag, i1, i2, _, _ in matcher.get_opcodes():
+        if tag in ("replace", "delete"):
+            outside = [line for line in range(i1 + 1, i2 + 1) if line not in may_change]
+            if outside:
+                raise FixRefused(f"the fix would change existing line {outside[0]}")
+    try:
         compile(new, path, "exec", dont_inherit=True)
     except (SyntaxError, ValueError) as error:
         raise FixRefused(f"the fixed source does not compile: {error}") from None
 
 
-def checked(result: FileFix, new: bytes, plan: Plan) -> FileFix:
-    """``result`` carrying ``new`` if it passes ``verify``; otherwise the fix is refused: the file is
-    left untouched and every finding it would have fixed is reported as not fixed."""
+def refuse(file: FileFix, reason: str) -> None:
+    """Leave ``file`` untouched: the error line says why, every finding it claimed is not fixed."""
+    file.error = f"fix not applied: {reason}"
+    file.unfixed.extend(Unfixed(d, f"fix refused: {reason}") for d in file.fixed)
+    file.fixed = []
+    file.new = file.old
+
+
+def check_text(file: FileFix) -> None:
+    """Step 1 and the compile of step 2 for one changed file (refused in place)."""
     try:
-        verify(result.old, new, plan, result.path)
+        verify(file.old, file.new, file.may_change, file.path)
     except FixRefused as refused:
-        result.error = f"fix not applied: {refused}"
-        result.unfixed.extend(Unfixed(d, f"fix refused: {refused}") for d in result.fixed)
-        result.fixed = []
-        return result
-    result.new = new
-    return result
+        refuse(file, str(refused))
+
+
+def relint(files: Sequence[FileFix], analysis: "Result", run: "Run") -> None:
+    """Steps 2 and 3 for the changed ``files`` of one pass (each refused in place if it fails)."""
+    from lint_rules.engine import Session
+
+    changed = [f for f in files if f.changed]
+    if not changed:
+        return
+    session = Session(run, changed[0].path)
+    try:
+        new_facts: dict[str, FileFacts] = {}
+        for file in changed:
+            outcome = session.store.facts(file.path, data=file.new)
+            if isinstance(outcome, FileError):
+                refuse(file, f"the fixed source cannot be read again: {outcome.message}")
+            else:
+                new_facts[file.path] = outcome
+        views = {id(view): view.with_files(new_facts) for view in analysis.views.values()}
+        before = Counter((d.path, d.code, d.symbol) for d in analysis.diagnostics)
+        given = {d.path for d in analysis.diagnostics} | {facts.path for facts in new_facts.values()}
+        for path in sorted({d.path for f in changed for d in f.fixed} - given):  # files the run was not given
+            view = analysis.view_for(path)
+            if view is not None:
+                before.update((d.path, d.code, d.symbol) for d in session.check(view, view.files[path]))
+        for file in changed:
+            if file.path not in new_facts:
+                continue
+            problem = _findings_problem(file, session, analysis, views, before)
+            if problem is not None:
+                refuse(file, problem)
+    finally:
+        session.store.close()
+
+
+def _findings_problem(file: FileFix, session, analysis: "Result", views: dict, before: Counter) -> Optional[str]:
+    """Why the findings after ``file``'s fix are wrong, or None: a claimed finding still there, or
+    a new one (compared by path, code and symbol: the lines move)."""
+    claimed = Counter((d.path, d.code, d.symbol) for d in file.fixed)
+    for path in sorted({file.path, *(d.path for d in file.fixed)}):
+        view = analysis.view_for(path)
+        if view is None:
+            continue
+        fresh = views[id(view)]
+        after = Counter((d.path, d.code, d.symbol) for d in session.check(fresh, fresh.files[path]))
+        for key, count in after.items():
+            if count > before[key] - claimed[key]:
+                _, code, symbol = key
+                if claimed[key]:
+                    return f"{code} on {symbol} is still reported after the fix"
+                return f"the fix would add a finding: {code} on {symbol}"
+    return None
 
 
 def fix_file(fix_source: Callable[[str, bytes, Sequence[Diagnostic]], FileFix],

@@ -7,21 +7,27 @@ A rule is one module under ``rules/`` with:
 * ``VALID`` and ``INVALID`` examples. An invalid example marks each line that must be reported
   with ``# expect: FWDxxx "a piece of the message"``, as the fixtures do; the tests run every
   example through the CLI and through flake8 and check code, line, column and message;
-* ``NEEDS``: the collectors (``facts.COLLECTORS``) whose facts it reads;
 * ``check(view, facts)``: yields ``Diagnostic``s for one file, with the project view for
   everything beyond it. Rules never parse;
-* ``FIXERS``: fix style -> fixer (``fix.Fixer``); empty if the rule has no automatic fix.
+* if it has an automatic fix, ``fix(context, findings, options)``: the edits (``fix.result.FileFix``)
+  for its findings, and why the others cannot be fixed. It reads the run's facts and views
+  (``FixContext``), and imports its edit code (LibCST) inside ``fix``, so a check-only run never
+  loads it. ``FIX_OPTIONS`` (option -> choices, the first the default) are the fix's own options,
+  set from the command line (``--fix-style`` is FWD001's ``style``). Every fix then passes the same
+  gate (``fix.verify``), and the driver (``fix.run``) repeats passes until none is left to do.
 
-Adding a rule is adding its module and one line in ``rules/__init__.py``.
+Adding a rule is adding its module (a package when its fix has modules of its own), one line in
+``rules/__init__.py`` and a folder of fixtures (``CONTRIBUTING.md``).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Iterator, Mapping, Protocol
+from typing import Callable, Iterator, Mapping, Protocol, Sequence
 
 from lint_rules.diagnostics import Diagnostic
 from lint_rules.facts.model import FileFacts
+from lint_rules.fix.result import FileFix, FixContext, Unfixed
 from lint_rules.project import ProjectIndex
 
 
@@ -42,9 +48,12 @@ class Invalid:
 class Rule(Protocol):
     CODE: str
     NAME: str
-    NEEDS: tuple[str, ...]
     VALID: tuple[Valid, ...]
     INVALID: tuple[Invalid, ...]
-    FIXERS: Mapping[str, object]
 
     def check(self, view: ProjectIndex, facts: FileFacts) -> Iterator[Diagnostic]: ...
+
+
+#: A rule's ``fix`` (optional): (context, its findings in the given files, its options) -> the
+#: edited files and the findings it cannot fix, with the reason.
+Fix = Callable[[FixContext, Sequence[Diagnostic], Mapping[str, str]], tuple[list[FileFix], list[Unfixed]]]

@@ -42,11 +42,10 @@ from lint_rules.diagnostics import Diagnostic
 from lint_rules.facts.model import DESCRIPTORS, ClassFacts, FileFacts, Mark, MethodFacts
 from lint_rules.project import ClassRef, ProjectIndex
 from lint_rules.rules.base import Invalid, Valid
+from lint_rules.vocabulary import UNROUTED_WRAPPERS
 
 CODE = "FWD003"
 NAME = "invalid-mark"
-NEEDS = ("classes", "entry_uses", "model_flow")
-FIXERS: dict = {}
 
 VALID = (
     Valid("""
@@ -160,14 +159,9 @@ def _mro_known(view: ProjectIndex, ref: ClassRef) -> bool:
     return True
 
 
-#: Wrappers ``runtime_shim`` cannot route through (resolved class references).
-_UNROUTED_WRAPPERS = frozenset({"torch.nn.DataParallel", "torch.nn.parallel.DataParallel",
-                                "torch.nn.parallel.data_parallel.DataParallel"})
-
-
 def _unrouted_wrapper(mark: Mark) -> Optional[str]:
     """``runtime_shim``'s registration on a ``torch.nn.DataParallel``: it raises, and routes nothing."""
-    if mark.via != "shim" or mark.cls not in _UNROUTED_WRAPPERS:
+    if mark.via != "shim" or mark.cls not in UNROUTED_WRAPPERS:
         return None
     error = contract.MARK_VALIDATION_MISSING.format(name=mark.name, cls="DataParallel")
     return (f"registering '{mark.name}' on a torch.nn.DataParallel fails: runtime_shim routes marked methods "

@@ -58,8 +58,6 @@ from lint_rules.rules.base import Invalid, Valid
 
 CODE = "FWD101"
 NAME = "meta-device-submodule"
-NEEDS = ("classes", "entry_uses", "meta_submodules")
-FIXERS: dict = {}
 
 VALID = (
     Valid("""

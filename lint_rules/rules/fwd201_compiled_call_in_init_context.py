@@ -62,8 +62,6 @@ from lint_rules.rules.base import Invalid, Valid
 
 CODE = "FWD201"
 NAME = "compiled-call-in-init-context"
-NEEDS = ("classes", "entry_uses", "init_contexts")
-FIXERS: dict = {}
 
 #: How deep helper methods are followed from ``__init__``/``configure_model``.
 MAX_DEPTH = 32

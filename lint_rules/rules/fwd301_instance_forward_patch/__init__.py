@@ -61,19 +61,17 @@ Real code
 
 from __future__ import annotations
 
-from typing import Iterator
+from typing import Iterator, Mapping, Sequence
 
 from lint_rules import contract
 from lint_rules.diagnostics import Diagnostic
 from lint_rules.facts.model import FileFacts, ForwardPatch
-from lint_rules.fix.result import lazy_fixer
+from lint_rules.fix.result import FileFix, FixContext, Unfixed
 from lint_rules.project import ClassRef, ProjectIndex
 from lint_rules.rules.base import Invalid, Valid
 
 CODE = "FWD301"
 NAME = "instance-forward-patch"
-NEEDS = ("forward_patches",)
-FIXERS = {style: lazy_fixer("lint_rules.fix.patch_forward", "fix") for style in ("decorator", "call")}
 
 VALID = (
     Valid("""
@@ -209,3 +207,11 @@ def check(view: ProjectIndex, facts: FileFacts) -> Iterator[Diagnostic]:
         if patch.form != "rename" and _receiver(view, facts, patch) != "instance":
             continue
         yield Diagnostic(facts.path, patch.line, patch.col, CODE, message(patch), f"{patch.receiver}.{patch.at}")
+
+
+def fix(context: FixContext, findings: Sequence[Diagnostic],
+        options: Mapping[str, str]) -> tuple[list[FileFix], list[Unfixed]]:
+    """``--fix``: ``patch_forward(m, f)`` (imported here: LibCST is loaded only when something is fixed)."""
+    from lint_rules.rules.fwd301_instance_forward_patch import fix_patch_forward as edit
+
+    return edit.fix(context, findings)

@@ -40,21 +40,19 @@ How it meets FWD001
 
 from __future__ import annotations
 
-from typing import Iterator
+from typing import Iterator, Mapping, Sequence
 
 from lint_rules import contract
 from lint_rules.computation import analysis_for, never_entry
 from lint_rules.diagnostics import Diagnostic
 from lint_rules.facts.model import FileFacts, MethodFacts, WrapSite
-from lint_rules.fix.result import lazy_fixer
+from lint_rules.fix.result import FileFix, FixContext, Unfixed
 from lint_rules.noqa import is_suppressed
 from lint_rules.project import ClassRef, ProjectIndex
 from lint_rules.rules.base import Invalid, Valid
 
 CODE = "FWD002"
 NAME = "unmarked-call-on-wrapped-model"
-NEEDS = ("classes", "entry_uses", "model_flow")
-FIXERS = {style: lazy_fixer("lint_rules.fix.call", "fix_wrapped_calls") for style in ("decorator", "call")}
 
 _SET_UP = {"fabric": "fabric.setup", "fsdp2": "fully_shard", "ddp": "DistributedDataParallel",
            "fsdp1": "FullyShardedDataParallel"}
@@ -171,3 +169,12 @@ def check(view: ProjectIndex, facts: FileFacts) -> Iterator[Diagnostic]:
                    f"({contract.format_chain(chain)}) on the model set up at line {site.line} "
                    f"({_SET_UP[site.kind]}); register it right after the set-up: {how}")
         yield Diagnostic(facts.path, wrapped.line, wrapped.col, CODE, message, wrapped.text)
+
+
+def fix(context: FixContext, findings: Sequence[Diagnostic],
+        options: Mapping[str, str]) -> tuple[list[FileFix], list[Unfixed]]:
+    """``--fix``: register each called method after the set-up (imported here: LibCST is loaded
+    only when something is fixed)."""
+    from lint_rules.rules.fwd002_unmarked_call import fix_register as edit
+
+    return edit.fix(context, findings)

@@ -65,6 +65,13 @@ What counts as a mark
     when the registering file tells that class, and for every class when it does not. FWD003
     reports marks that fail or do nothing.
 
+Fix (``--fix``; the ``style`` option, ``--fix-style``)
+    ``decorator`` (default): ``@forward_entry`` on the method, and its import
+    (``fix_decorator``). ``call``: for classes you do not want to edit, a registration right
+    after each set-up of a model of the class that is followed by a call of the method
+    (``fix_call``). Generators and ``async`` methods are never decorated: the decorator refuses
+    them when the class is defined.
+
 Public helpers called from forward (timm's ``forward_features``, a VAE's ``encode``) are
 reported: they are public API, and calling them on a wrapped model bypasses the wrapper just
 the same. Functional use of a module's own parameters (``F.linear(x, self.weight)``) is not
@@ -73,20 +80,19 @@ detected.
 
 from __future__ import annotations
 
-from typing import Iterator
+from typing import Iterator, Mapping, Sequence
 
 from lint_rules import contract
 from lint_rules.computation import analysis_for, never_entry
 from lint_rules.diagnostics import Diagnostic
 from lint_rules.facts.model import DYNAMIC_CALL, SELF_CALL, SUPER_CALL, ClassFacts, FileFacts
-from lint_rules.fix.result import lazy_fixer
+from lint_rules.fix.result import FileFix, FixContext, Unfixed
 from lint_rules.project import ClassRef, ProjectIndex
 from lint_rules.rules.base import Invalid, Valid
 
 CODE = "FWD001"
 NAME = "unmarked-forward-entry"
-NEEDS = ("classes", "entry_uses", "model_flow")
-FIXERS = {"decorator": lazy_fixer("lint_rules.fix.decorator", "fix"), "call": lazy_fixer("lint_rules.fix.call", "fix")}
+FIX_OPTIONS = {"style": ("decorator", "call")}
 _MIXIN_EVIDENCE = frozenset({SELF_CALL, SUPER_CALL, DYNAMIC_CALL})
 
 VALID = (
@@ -233,3 +239,15 @@ def check(view: ProjectIndex, facts: FileFacts) -> Iterator[Diagnostic]:
                     continue
             message = contract.unmarked_entry_message(cls.qualname, method.name, contract.format_chain(chain))
             yield Diagnostic(facts.path, method.line, method.col, CODE, message, f"{cls.qualname}.{method.name}")
+
+
+def fix(context: FixContext, findings: Sequence[Diagnostic],
+        options: Mapping[str, str]) -> tuple[list[FileFix], list[Unfixed]]:
+    """``--fix``: the style's edit (imported here: LibCST is loaded only when something is fixed)."""
+    if options.get("style") == "call":
+        from lint_rules.rules.fwd001_unmarked_entry import fix_call
+
+        return fix_call.fix(context, findings)
+    from lint_rules.rules.fwd001_unmarked_entry import fix_decorator
+
+    return fix_decorator.fix(context, findings)

@@ -1,4 +1,4 @@
-"""FWD301's fixer: ``m.forward = types.MethodType(f, m)`` -> ``patch_forward(m, f)``.
+"""FWD301's fix: ``m.forward = types.MethodType(f, m)`` -> ``patch_forward(m, f)``.
 
 Only the plain form is rewritten (the facts' ``simple`` flag: one statement alone on its line,
 ``f`` a plain name, the same object bound and patched). The statement keeps its indentation,
@@ -21,7 +21,7 @@ from lint_rules.diagnostics import Diagnostic
 from lint_rules.fix.imports import ensure_import, expression, remove_unused_import
 from lint_rules.fix.locate import parse_for_edit, simple_statements_by_line
 from lint_rules.fix.result import FileFix, FixContext, Unfixed, line_suppresses
-from lint_rules.fix.verify import Plan, checked, fix_files, planned
+from lint_rules.fix.verify import fix_files
 from lint_rules.source import decode, split_lines
 
 FUNCTION = "patch_forward"
@@ -82,9 +82,7 @@ def fix_source(path: str, old: bytes, diagnostics: Sequence[Diagnostic]) -> File
     edit = ensure_import(module, contract.DECORATOR_MODULE, FUNCTION, min(top for _, top, _ in chosen.values()), code)
     targets = {node: _call(assign, edit.reference) for node, (assign, _, _) in chosen.items()}
     new_module = edit.module.visit(_Rewrite(targets, ancestors))
-    replaced = {line: planned(cst.Module([]).code_for_node(node.with_changes(body=[targets[node]], leading_lines=[]))
-                        .strip(), module.encoding) for node, (_, _, line) in chosen.items()}
-    plan = Plan(inserted=edit.lines, extended=edit.extended, replaced=replaced)
+    may_change = set(edit.may_change) | {line for _, _, line in chosen.values()}
     own_lines = {node: line + len(node.leading_lines) for line, (node, path, _) in statements.items()
                  if not path and isinstance(node, cst.SimpleStatementLine)}
     for binding in sorted({_method_type_binding(assign) for assign, _, _ in chosen.values()} - {None}):
@@ -92,10 +90,10 @@ def fix_source(path: str, old: bytes, diagnostics: Sequence[Diagnostic]) -> File
                                        inserted_blanks=edit.blank_lines)
         if removal is not None:
             new_module = removal.module
-            plan.removed = plan.removed | set(removal.removed)
-            for _ in range(removal.unplanned_blanks):
-                plan.inserted.remove(b"")
-    return checked(result, new_module.bytes + tail, plan)
+            may_change.update(removal.removed)
+    result.new = new_module.bytes + tail
+    result.may_change = frozenset(may_change)
+    return result
 
 
 def _method_type_binding(assign: cst.Assign) -> Optional[tuple[str, str]]:

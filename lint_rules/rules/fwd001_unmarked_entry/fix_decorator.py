@@ -1,4 +1,4 @@
-"""``--fix-style decorator``: put ``@forward_entry`` on each unmarked entry method.
+"""FWD001's ``decorator`` style: put ``@forward_entry`` on each unmarked entry method.
 
 The new decorator becomes the outermost one (it must see the method as the class will store
 it) and is a LibCST ``Decorator`` node, so it is printed with exactly the indentation of the
@@ -23,13 +23,13 @@ from lint_rules.facts.walk import dotted_name
 from lint_rules.fix.imports import ensure_import, expression
 from lint_rules.fix.locate import defs_by_line, parse_for_edit
 from lint_rules.fix.result import FileFix, FixContext, Unfixed, line_suppresses
-from lint_rules.fix.verify import Plan, checked, fix_files, planned
+from lint_rules.fix.verify import fix_files
 from lint_rules.source import decode, split_lines
+from lint_rules.vocabulary import DESCRIPTORS, PROPERTY_DECORATORS
 
 #: Decorators after which another decorator must not be added: the result would not be a
 #: plain method (and FWD001 never reports these; this is a guard, not a rule).
-_NOT_PLAIN = frozenset({"property", "cached_property", "setter", "getter", "deleter",
-                        "staticmethod", "classmethod"})
+_NOT_PLAIN = DESCRIPTORS | PROPERTY_DECORATORS
 
 
 class _AddDecorator(cst.CSTTransformer):
@@ -91,9 +91,9 @@ def fix_source(path: str, old: bytes, diagnostics: Sequence[Diagnostic]) -> File
         return result
     edit = ensure_import(module, contract.DECORATOR_MODULE, contract.DECORATOR_NAME, min(targets.values()), code)
     new_module = edit.module.visit(_AddDecorator(set(targets), ancestors, edit.reference))
-    plan = Plan(inserted=[planned(f"@{edit.reference}", module.encoding)] * len(targets), extended=edit.extended)
-    plan.inserted.extend(edit.lines)
-    return checked(result, new_module.bytes + tail, plan)
+    result.new = new_module.bytes + tail
+    result.may_change = edit.may_change
+    return result
 
 
 def _deferred(context: FixContext, diagnostic: Diagnostic) -> Optional[MethodFacts]:
