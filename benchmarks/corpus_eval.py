@@ -178,7 +178,9 @@ def check_tree(site: Path, labels: list[Label]) -> list[str]:
 
 
 def lint_cmd(files: list[str]) -> list[str]:
-    return [sys.executable, "-m", "lint_rules.cli", "--format", "json", "-j", "1", *files]
+    """A cold run every time: the site directory is in no project, and fwdlint caches such files
+    under the directory it is given."""
+    return [sys.executable, "-m", "lint_rules.cli", "--format", "json", "-j", "1", "--no-cache", *files]
 
 
 def lint_env() -> dict[str, str]:

@@ -125,9 +125,15 @@ def _read_tag(directory: Path) -> Optional[str]:
         os.close(fd)
 
 
+#: How long a tag another run is writing is waited for (10 ms steps): the time between its creation
+#: and its one write can stretch on a loaded machine (eight runs and their parser processes on two
+#: cores starting at once took more than the 0.5 s this was before).
+_TAG_WAIT_STEPS = 500
+
+
 def _is_ours(directory: Path) -> bool:
-    """Tagged by fwdlint; a tag another run is writing right now is waited for (briefly)."""
-    for _ in range(50):
+    """Tagged by fwdlint; a tag another run is writing right now is waited for."""
+    for _ in range(_TAG_WAIT_STEPS):
         text = _read_tag(directory)
         if text is None:
             return False

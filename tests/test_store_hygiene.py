@@ -10,11 +10,13 @@ import shutil
 import sqlite3
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
 from fixture_cases import ROOT, run_cli
 
+from lint_rules import store
 from lint_rules.engine import Run, analyse
 from lint_rules.store import FactsStore
 
@@ -90,6 +92,21 @@ def test_no_usable_directory_means_no_cache_and_one_warning(project: Path) -> No
     (warning,) = [line for line in proc.stderr.splitlines() if "cache" in line]
     assert warning.startswith("fwdlint: warning:")
     assert os.listdir(taken) == ["notes.txt"] and sorted(os.listdir(taken.parent)) == [".fwdlint_cache", "notes.txt"]
+
+
+def test_a_tag_being_written_by_another_run_is_waited_for(project: Path) -> None:
+    """Concurrent first runs: one creates the tag, another finds it still empty. Seen in CI with eight
+    runs at once: the second warned and went without the cache. It waits for the tag instead."""
+    cache = project / ".fwdlint_cache"
+    cache.mkdir()
+    (cache / "CACHEDIR.TAG").write_text("")  # created, not yet written
+    proc = subprocess.Popen([sys.executable, "-m", "lint_rules.cli", "model.py"], cwd=project, text=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    time.sleep(1.5)  # longer than the old wait (0.5 s) after the run's start-up
+    (cache / "CACHEDIR.TAG").write_text(store.TAG_TEXT)
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 1 and "GPT.sample" in out and err == ""
+    assert len(_databases(cache)) == 1
 
 
 def test_an_empty_chosen_directory_becomes_the_cache(project: Path) -> None:
