@@ -3,7 +3,8 @@
 
     python3 dev.py demo          install the linter into .venv and run fwdlint on fixtures/demo_project
     python3 dev.py test          install everything the suite needs into .venv and run the whole suite
-    python3 dev.py test --fast   the same without the tests marked ``slow`` (pytest -m "not slow"):
+    python3 dev.py test --fast   the same without the tests marked ``slow`` (pytest -m "not slow",
+                                 spread over the CPUs with pytest-xdist):
                                  no torch processes, real environments, pre-commit or sweeps;
                                  under 2 minutes on 2 cores. Every rule's fixtures and examples,
                                  the CLI, configuration, the flake8 plugin and the store are in it.
@@ -43,11 +44,13 @@ def ensure_installed(extra: str) -> None:
 
 
 FAST = ["-m", "not slow"]  # tests/conftest.py says which tests are slow
+PARALLEL = ["-n", "auto"]  # pytest-xdist: the fast tests are independent processes' worth of CLI runs
 
 
 def pytest_args(rest: list[str]) -> list[str]:
-    """pytest's arguments for ``dev.py test REST``: ``--fast`` (anywhere) selects the tests not marked slow."""
-    return [*FAST, *(arg for arg in rest if arg != "--fast")] if "--fast" in rest else rest
+    """pytest's arguments for ``dev.py test REST``: ``--fast`` (anywhere) selects the tests not marked
+    slow and spreads them over the CPUs."""
+    return [*FAST, *PARALLEL, *(arg for arg in rest if arg != "--fast")] if "--fast" in rest else rest
 
 
 def main(argv: list[str]) -> int:

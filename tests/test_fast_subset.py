@@ -25,8 +25,9 @@ def _collected(*args: str) -> list[str]:
 
 
 def test_dev_fast_is_pytest_not_slow() -> None:
-    assert dev.pytest_args(["--fast"]) == ["-m", "not slow"]
-    assert dev.pytest_args(["--fast", "-x", "tests/test_cli.py"]) == ["-m", "not slow", "-x", "tests/test_cli.py"]
+    assert dev.pytest_args(["--fast"]) == ["-m", "not slow", "-n", "auto"]
+    fast_cli = ["-m", "not slow", "-n", "auto", "-x", "tests/test_cli.py"]
+    assert dev.pytest_args(["--fast", "-x", "tests/test_cli.py"]) == fast_cli
     assert dev.pytest_args(["-x"]) == ["-x"]  # the whole suite stays the default
 
 
