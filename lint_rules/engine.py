@@ -70,6 +70,11 @@ class Result:
                 return view
         return None
 
+    def facts_for(self, path: str) -> Optional[FileFacts]:
+        """The facts of an analysed file (through the view that holds it)."""
+        view = self.view_for(path)
+        return view.files[path] if view is not None else None
+
 
 class Session:
     """One store and one project view per project root, reused for every file checked."""

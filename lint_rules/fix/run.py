@@ -131,8 +131,7 @@ def fix_in_passes(paths: Iterable[str], run: Run = Run(), style: str = "decorato
 def _importers(changed: Sequence[str], paths: Sequence[str], analysis: Result) -> list[str]:
     """``changed`` and the given ``paths`` that import one of them, directly or through each other."""
     def module_of(path: str) -> Optional[str]:
-        view = analysis.view_for(path)
-        facts = view.files.get(path) if view is not None else None
+        facts = analysis.facts_for(path)
         return facts.module if facts is not None and facts.module else None
 
     chosen = set(changed)
@@ -141,8 +140,7 @@ def _importers(changed: Sequence[str], paths: Sequence[str], analysis: Result) -
     while grew:
         grew = False
         for path in paths:
-            view = analysis.view_for(path)
-            facts = view.files.get(path) if view is not None else None
+            facts = analysis.facts_for(path)
             if path in chosen or facts is None:
                 continue
             if any(target == m or target.startswith(m + ".") for _, target in facts.imports for m in modules):

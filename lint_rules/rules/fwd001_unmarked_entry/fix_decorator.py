@@ -98,8 +98,7 @@ def fix_source(path: str, old: bytes, diagnostics: Sequence[Diagnostic]) -> File
 
 def _deferred(context: FixContext, diagnostic: Diagnostic) -> Optional[MethodFacts]:
     """The reported method if it is a generator or an ``async def`` (its body runs later)."""
-    view = context.analysis.view_for(diagnostic.path)
-    facts = view.files.get(diagnostic.path) if view is not None else None
+    facts = context.analysis.facts_for(diagnostic.path)
     cls = facts.class_named(diagnostic.symbol.rpartition(".")[0]) if facts is not None else None
     return next((m for m in cls.methods if (m.generator or m.asynchronous) and m.line == diagnostic.line),
                 None) if cls is not None else None

@@ -18,8 +18,7 @@ def fix(context: FixContext, diagnostics: Sequence[Diagnostic]) -> tuple[list[Fi
     unfixed: list[Unfixed] = []
     for path, group in groupby(sorted(diagnostics), key=lambda d: d.path):
         found = list(group)
-        view = context.analysis.view_for(path)
-        facts = view.files.get(path) if view is not None else None
+        facts = context.analysis.facts_for(path)
         plan: dict[int, list[str]] = {}
         fixable: list[Diagnostic] = []
         for d in found:

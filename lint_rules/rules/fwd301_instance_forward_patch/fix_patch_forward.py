@@ -111,8 +111,7 @@ def fix(context: FixContext, diagnostics: Sequence[Diagnostic]) -> tuple[list[Fi
     """Rewrite the plain ``MethodType`` patches; say why every other one stays."""
     fixable, unfixed = [], []
     for d in diagnostics:
-        view = context.analysis.view_for(d.path)
-        facts = view.files.get(d.path) if view is not None else None
+        facts = context.analysis.facts_for(d.path)
         patch = next((p for p in facts.forward_patches if p.line == d.line and p.col == d.col), None) if facts else None
         if patch is not None and patch.simple:
             fixable.append(d)
