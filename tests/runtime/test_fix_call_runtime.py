@@ -69,7 +69,7 @@ def _run(script: Path, timeout: float = 300) -> list[dict[str, Any]]:
     for rank in range(WORLD):
         env = {**os.environ, "PYTHONPATH": ROOT, "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": port,
                "RANK": str(rank), "LOCAL_RANK": str(rank), "NODE_RANK": "0", "WORLD_SIZE": str(WORLD),
-               "OMP_NUM_THREADS": "1"}
+               "OMP_NUM_THREADS": "1", "PYTHONFAULTHANDLER": "1"}  # an abort shows where each thread was
         procs.append(subprocess.Popen([sys.executable, script.name], cwd=script.parent, env=env,
                                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
     try:
