@@ -2,9 +2,9 @@
 """Set-up and entry commands; needs nothing but Python.
 
     python3 dev.py demo          install the linter into .venv and run fwdlint on fixtures/demo_project
-    python3 dev.py test          install everything the suite needs into .venv and run the whole suite
-    python3 dev.py test --fast   the same without the tests marked ``slow`` (pytest -m "not slow",
-                                 spread over the CPUs with pytest-xdist):
+    python3 dev.py test          install everything the suite needs into .venv and run the whole suite,
+                                 spread over the CPUs with pytest-xdist
+    python3 dev.py test --fast   the same without the tests marked ``slow`` (pytest -m "not slow"):
                                  no torch processes, real environments, pre-commit or sweeps;
                                  under 2 minutes on 2 cores. Every rule's fixtures and examples,
                                  the CLI, configuration, the flake8 plugin and the store are in it.
@@ -44,13 +44,15 @@ def ensure_installed(extra: str) -> None:
 
 
 FAST = ["-m", "not slow"]  # tests/conftest.py says which tests are slow
-PARALLEL = ["-n", "auto"]  # pytest-xdist: the fast tests are independent processes' worth of CLI runs
+# pytest-xdist over the CPUs; tests/conftest.py puts the tests that start gloo ranks in one group,
+# which one worker runs one at a time (each already keeps two processes busy)
+PARALLEL = ["-n", "auto", "--dist", "loadgroup"]
 
 
 def pytest_args(rest: list[str]) -> list[str]:
-    """pytest's arguments for ``dev.py test REST``: ``--fast`` (anywhere) selects the tests not marked
-    slow and spreads them over the CPUs."""
-    return [*FAST, *PARALLEL, *(arg for arg in rest if arg != "--fast")] if "--fast" in rest else rest
+    """pytest's arguments for ``dev.py test REST``: spread over the CPUs; ``--fast`` (anywhere)
+    selects the tests not marked slow. Arguments given come last (``-n 0``: one process)."""
+    return [*FAST, *PARALLEL, *(arg for arg in rest if arg != "--fast")] if "--fast" in rest else [*PARALLEL, *rest]
 
 
 def main(argv: list[str]) -> int:

@@ -16,19 +16,30 @@ ESSENTIAL = ["test_fixtures.py", "test_rules.py", "test_cli.py", "test_config.py
              "test_store.py", "test_output_formats.py", "test_fix.py"]
 
 
-def _collected(*args: str) -> list[str]:
+def _collected(*args: str, paths: tuple[str, ...] = ("tests",)) -> list[str]:
     """Node ids relative to tests/ that pytest collects with ``args``."""
     proc = subprocess.run([sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider", *args,
-                           "tests"], cwd=ROOT, capture_output=True, text=True, timeout=300)
+                           *paths], cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
     return [line.removeprefix("tests/") for line in proc.stdout.splitlines() if "::" in line]
 
 
 def test_dev_fast_is_pytest_not_slow() -> None:
-    assert dev.pytest_args(["--fast"]) == ["-m", "not slow", "-n", "auto"]
-    fast_cli = ["-m", "not slow", "-n", "auto", "-x", "tests/test_cli.py"]
-    assert dev.pytest_args(["--fast", "-x", "tests/test_cli.py"]) == fast_cli
-    assert dev.pytest_args(["-x"]) == ["-x"]  # the whole suite stays the default
+    parallel = ["-n", "auto", "--dist", "loadgroup"]
+    assert dev.pytest_args(["--fast"]) == ["-m", "not slow", *parallel]
+    assert dev.pytest_args(["--fast", "-x", "tests/test_cli.py"]) == ["-m", "not slow", *parallel, "-x",
+                                                                      "tests/test_cli.py"]
+    assert dev.pytest_args(["-x"]) == [*parallel, "-x"]  # the whole suite stays the default
+
+
+def test_the_tests_that_start_ranks_run_one_at_a_time() -> None:
+    """``--dist loadgroup`` gives a group to one worker, which runs its tests one after another:
+    tests/runtime/ is one group (marked by tests/conftest.py), and no other test is in it."""
+    both = ("tests/runtime/test_shim_ddp.py", "tests/test_cli.py")
+    grouped = _collected("-m", "xdist_group", paths=both)
+    everything = _collected(paths=both)
+    assert grouped and all(i.startswith("runtime/") for i in grouped)
+    assert grouped == [i for i in everything if i.startswith("runtime/")] and len(everything) > len(grouped)
 
 
 def test_the_fast_subset_keeps_the_essentials_and_leaves_out_the_slow() -> None:
