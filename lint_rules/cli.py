@@ -154,7 +154,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     files = list(python_files(args.paths, run.exclude, errors=walk_errors))
     if args.fix or args.diff:
         return _fix(args, files, run, walk_errors)
-    result = analyse(files, run)
+    result = analyse(files, run, reuse=True)
+    if result.reused and args.verbose:
+        print("fwdlint: nothing the findings depend on changed: reporting the last run's", file=sys.stderr)
     result.errors = sorted([*result.errors, *(FileError(path, reason) for path, reason in walk_errors)])
     return _report(args, result, run)
 
@@ -193,7 +195,7 @@ def _run_options(args: argparse.Namespace) -> Run | int:
     """The run the options and the configuration ask for, or an exit status after a one-line error."""
     from lint_rules import environment, settings
     from lint_rules.engine import AUTO_JOBS, Run
-    from lint_rules.project import Config
+    from lint_rules.settings import Config
 
     given = {key: getattr(args, key.replace("-", "_")) for key in (*settings.LIST_KEYS, "per-file-ignores")}
     try:

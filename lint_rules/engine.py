@@ -12,17 +12,18 @@ import os
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterable, Optional, Sequence
+from typing import TYPE_CHECKING, Iterable, Optional, Sequence
 
 from lint_rules import environment
 from lint_rules.diagnostics import Diagnostic, FileError, shown
 from lint_rules.discover import matches, normalize_pattern
-from lint_rules.facts.model import FileFacts
 from lint_rules.layout import VIEW_LIMIT, find_root, module_name_for, view_files
-from lint_rules.noqa import is_suppressed
-from lint_rules.project import Config, ProjectIndex
-from lint_rules.rules import selected, selected_codes
+from lint_rules.settings import Config
 from lint_rules.store import CACHE_DIR_NAME, FactsStore, default_cache_dir
+
+if TYPE_CHECKING:  # the analysis imports them (``_analyse``): findings reused need neither
+    from lint_rules.facts.model import FileFacts
+    from lint_rules.project import ProjectIndex
 
 
 #: ``Run.jobs`` that lets the number of files to parse decide (``workers.auto_jobs``): ``fwdlint``'s default.
@@ -59,6 +60,7 @@ class Result:
     files_parsed: int = 0
     resolved: tuple[str, ...] = ()  # files read only to resolve names
     installed_read: int = 0  # ... of them, installed packages of the environment
+    reused: bool = False  # the findings of an identical earlier run (``results``): nothing was analysed
 
     @property
     def resolved_read(self) -> int:
@@ -88,6 +90,8 @@ class Session:
         self._environment = run.environment
         self.store = FactsStore(cache_dir, target=self.environment.version)  # syntax is judged for it
         self.resolved: set[str] = set()  # files read only to resolve names
+        self._view_paths: dict[Optional[Path], list[str]] = {}
+        self._roots: dict[Path, Optional[Path]] = {}  # directory -> its project root
         self.installed: set[str] = set()  # ... of them, under the environment's package directories
 
     def _cache_dir(self, first_path: Optional[str]) -> Optional[Path]:
@@ -111,15 +115,41 @@ class Session:
         return self._environment
 
     def root_for(self, path: str) -> Optional[Path]:
-        return self.run.project_root or find_root(Path(path))
+        if self.run.project_root is not None:
+            return self.run.project_root
+        resolved = Path(path).resolve()  # as find_root sees it; the files of a directory share its root
+        directory = resolved if resolved.is_dir() else resolved.parent
+        if directory not in self._roots:
+            self._roots[directory] = find_root(directory)
+        return self._roots[directory]
+
+    def by_root(self, paths: Iterable[str]) -> dict[Optional[Path], list[str]]:
+        """The checked paths by project root: each root's view leaves them out (``view_paths``)."""
+        groups: dict[Optional[Path], list[str]] = {}
+        for path in paths:
+            groups.setdefault(self.root_for(path), []).append(path)
+        return groups
 
     def view(self, root: Optional[Path], given: Iterable[str] = ()) -> ProjectIndex:
         """The project view of ``root``: every project file not among ``given`` (``layout.view_files``:
         at most ``VIEW_LIMIT``, the nearest to ``given``)."""
+        from lint_rules.facts.model import FileFacts
+        from lint_rules.project import ProjectIndex
+
         view = self.views.get(root)
         if view is None:
             view = self.views[root] = ProjectIndex(config=self.run.config, loader=self._load,
                                                    env_roots=list(self.environment.roots))
+            for outcome in self.store.facts_many(self.view_paths(root, given), jobs=self.run.jobs):
+                if isinstance(outcome, FileFacts):
+                    view.add(outcome, module_name_for(Path(outcome.path))[2])
+        return view
+
+    def view_paths(self, root: Optional[Path], given: Iterable[str] = ()) -> list[str]:
+        """The files of ``root``'s view besides ``given`` (listed once per root)."""
+        paths = self._view_paths.get(root)
+        if paths is None:
+            paths = self._view_paths[root] = []
             if root is not None:
                 skip = {str(Path(p).resolve()) for p in given}
                 near = [Path(p) for p in given] or [Path.cwd()]
@@ -128,13 +158,12 @@ class Session:
                     print(f"fwdlint: warning: {shown(str(root))} holds more than {VIEW_LIMIT:,} Python files; the "
                           f"project view reads the {VIEW_LIMIT:,} nearest the checked files (name a smaller root "
                           "with --project-root)", file=sys.stderr)
-                paths = [p for p in files if p not in skip]
-                for outcome in self.store.facts_many(paths, jobs=self.run.jobs):
-                    if isinstance(outcome, FileFacts):
-                        view.add(outcome, module_name_for(Path(outcome.path))[2])
-        return view
+                paths.extend(p for p in files if p not in skip)
+        return paths
 
     def _load(self, path: Path, module: str, is_package: bool) -> Optional[FileFacts]:
+        from lint_rules.facts.model import FileFacts
+
         self.resolved.add(str(path))
         if any(root in path.parents for root in self.environment.roots):
             self.installed.add(str(path))
@@ -152,6 +181,9 @@ class Session:
 
 def check_file(index: ProjectIndex, facts: FileFacts, select: Sequence[str], ignore: Sequence[str],
                honour_noqa: bool = True) -> list[Diagnostic]:
+    from lint_rules.noqa import is_suppressed
+    from lint_rules.rules import selected
+
     found = []
     for rule in selected(tuple(select), tuple(ignore)):
         for diagnostic in rule.check(index, facts):
@@ -167,21 +199,36 @@ def check_file(index: ProjectIndex, facts: FileFacts, select: Sequence[str], ign
 RECURSION_LIMIT = 6000
 
 
-def analyse(paths: Iterable[str], run: Run = Run()) -> Result:
+def analyse(paths: Iterable[str], run: Run = Run(), reuse: bool = False) -> Result:
     """Check ``paths``: every file is read and parsed (a failure is a ``FileError``), findings of
-    the selected rules on them are reported."""
+    the selected rules on them are reported. ``reuse``: the findings only (no ``views``), from the
+    cache if nothing they depend on changed (``results``)."""
     paths = list(dict.fromkeys(paths))
     session = Session(run, paths[0] if paths else None)
     limit = sys.getrecursionlimit()
     sys.setrecursionlimit(max(limit, RECURSION_LIMIT))
     try:
-        return _analyse(session, paths)
+        if not reuse or session.store.cache is None:
+            return _analyse(session, paths)
+        from lint_rules.results import Lookup
+
+        lookup = Lookup(session, paths)
+        stored = lookup.found()
+        if stored is not None:
+            return Result(diagnostics=stored.diagnostics, errors=stored.errors, resolved=stored.resolved,
+                          installed_read=stored.installed, reused=True)
+        result = _analyse(session, paths)
+        lookup.store(result)
+        return result
     finally:
         sys.setrecursionlimit(limit)
         session.store.close()
 
 
 def _analyse(session: Session, paths: list[str]) -> Result:
+    from lint_rules.facts.model import FileFacts
+    from lint_rules.rules import selected_codes
+
     run = session.run
     result = Result()
     outcomes = session.store.facts_many(paths, jobs=run.jobs)
@@ -191,8 +238,9 @@ def _analyse(session: Session, paths: list[str]) -> Result:
             result.errors.append(outcome)
         else:
             by_root.setdefault(session.root_for(outcome.path), []).append(outcome)
+    given = session.by_root(paths)
     for root, group in by_root.items() if selected_codes(run.select, run.ignore) else ():
-        view = session.view(root, [facts.path for facts in group])
+        view = session.view(root, given[root])
         for facts in group:
             view.add(facts, module_name_for(Path(facts.path))[2])
         for facts in group:

@@ -34,15 +34,14 @@ import ast
 import json
 import os
 import re
-import shutil
-import signal
-import subprocess
 import sys
 import sysconfig
-import threading
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Mapping, Optional
+from typing import TYPE_CHECKING, Mapping, Optional
+
+if TYPE_CHECKING:  # imported where an interpreter is found or asked: a run that names none never does
+    import subprocess
 
 from lint_rules.discover import shorter_path as shown
 
@@ -137,6 +136,8 @@ def _named(python: str, source: str, may_run: bool) -> Environment:
     """What ``--python`` (or a configured ``python-executable``) names."""
     given = Path(python)
     if os.sep not in python and (os.altsep is None or os.altsep not in python) and not given.exists():
+        import shutil
+
         on_path = shutil.which(python)  # a bare name, as a shell finds it
         given = Path(on_path) if on_path else given
     if given.is_dir():
@@ -350,6 +351,9 @@ def _with_finders(roots: tuple[Path, ...]) -> tuple[Path, ...]:
 
 def _ask(python: str, source: str) -> Environment:
     """Run ``python -I`` (named on the command line) for its import path: bounded time and output."""
+    import subprocess
+    import threading
+
     try:
         proc = subprocess.Popen([python, "-I", "-c", _QUERY], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                                 stderr=subprocess.DEVNULL, start_new_session=os.name != "nt")
@@ -390,6 +394,8 @@ def _ask(python: str, source: str) -> Environment:
 
 def _kill(proc: subprocess.Popen) -> None:
     """End the asked interpreter and whatever it started (its session), once."""
+    import signal
+
     try:
         if os.name != "nt":
             os.killpg(proc.pid, signal.SIGKILL)

@@ -136,7 +136,7 @@ class Plugin:
             return
         _select_unparsable(options)
         from lint_rules.engine import Run
-        from lint_rules.project import Config
+        from lint_rules.settings import Config
 
         env = _environment(options)
         root = getattr(options, "fwd_project_root", "") or ""

@@ -15,6 +15,7 @@ from typing import Callable, Optional
 
 from lint_rules import contract
 from lint_rules.facts.model import ClassFacts, FileFacts, FunctionFacts, MethodFacts
+from lint_rules.settings import Config
 from lint_rules.vocabulary import KNOWN_MODULE_BASES, NOT_MODULE_TORCH_NN, TYPING_BASES
 
 _BUILTINS = frozenset(dir(builtins))
@@ -25,12 +26,6 @@ SEARCH_STEPS = 2000
 #: Packages whose classes are known by name (``torch.nn.Linear`` is a module, ``torch.Tensor`` is
 #: not): their sources are never read to resolve names (torch alone is 300k lines of Python).
 _KNOWN_BY_NAME = ("torch.", "builtins.", "typing.", "abc.", "collections.", "numpy.")
-
-
-@dataclass(frozen=True)
-class Config:
-    module_bases: tuple[str, ...] = ()
-    mark_decorators: tuple[str, ...] = ()  # the user's own decorators that apply forward_entry
 
 
 @dataclass(frozen=True)
@@ -71,6 +66,9 @@ class ProjectIndex:
     _mro_cache: dict[tuple[str, str], list[ClassRef]] = field(default_factory=dict)
     _subclasses: Optional[dict[str, list[ClassRef]]] = None  # last name of a base -> classes
     _siblings_read: set[str] = field(default_factory=set)
+    # What name resolution looked at on disk, in order (``results`` checks it before reusing a run):
+    # ("file", path, module, is_package, found) for a candidate file, ("dir", directory, names) for a listing
+    probed: list[tuple] = field(default_factory=list)
     _reads_at_start: int = 0  # files read when the current outermost search began
     _steps: int = 0  # lookups made by the current outermost search
     # (ref, origin, what, load) -> (files read when answered, answer)
@@ -117,7 +115,9 @@ class ProjectIndex:
         for root in [*self.roots, *(r for r in self.env_roots if r not in self.roots)] if relative else ():
             for candidate, is_package in ((root / relative.with_suffix(".py"), False),
                                           (root / relative / "__init__.py", True)):
-                if candidate.is_file():
+                exists = candidate.is_file()
+                self.probed.append(("file", str(candidate), name, is_package, exists))
+                if exists:
                     found = self.loader(candidate, name, is_package)
                     break
             if found is not None:
@@ -319,7 +319,9 @@ class ProjectIndex:
             return
         self._siblings_read.add(package)
         directory = Path(facts.path).parent
-        for path in sorted(directory.glob("*.py")) if directory.is_dir() else ():
+        siblings = sorted(directory.glob("*.py")) if directory.is_dir() else []
+        self.probed.append(("dir", str(directory), [path.name for path in siblings]))
+        for path in siblings:
             name = f"{package}.{path.stem}" if path.stem != "__init__" else package
             if name not in self.modules:
                 self.module(name)

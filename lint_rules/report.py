@@ -23,7 +23,6 @@ from typing import TYPE_CHECKING, Any, Iterable, Optional, Sequence, Union
 
 from lint_rules.diagnostics import Diagnostic, FileError, below, shown
 from lint_rules.engine import Result
-from lint_rules.fix.atomic import atomic_write
 from lint_rules.rule_docs import name_of
 from lint_rules.source import decode, split_lines
 
@@ -157,6 +156,8 @@ def write(report: Union[str, bytes], output_file: Optional[str], root: Optional[
         else:
             sys.stdout.write(report)
         return None
+    from lint_rules.fix.atomic import atomic_write  # only when writing a file (tempfile & co.)
+
     data = report if isinstance(report, bytes) else report.encode("utf-8", "backslashreplace")
     try:
         atomic_write(output_file, data, root=root)

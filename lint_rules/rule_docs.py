@@ -25,8 +25,7 @@ def rule_for(code_or_name: str) -> Optional[ModuleType]:
 
 def name_of(code: str) -> str:
     """The short name of ``code`` (``unmarked-forward-entry``), or ``""`` for a code that is no rule."""
-    rule = rule_for(code)
-    return rule.NAME if rule is not None else ""
+    return rules.NAMES.get(code, "")
 
 
 def documentation(rule: ModuleType) -> str:

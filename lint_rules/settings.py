@@ -54,6 +54,14 @@ class ConfigError(Exception):
 
 
 @dataclass(frozen=True)
+class Config:
+    """What the analysis itself is configured with (``ProjectIndex.config``)."""
+
+    module_bases: tuple[str, ...] = ()
+    mark_decorators: tuple[str, ...] = ()  # the user's own decorators that apply forward_entry
+
+
+@dataclass(frozen=True)
 class Options:
     """The options of a run after the configuration file and the command line are combined;
     ``exclude`` and ``per-file-ignores`` patterns are normalized (``discover.normalize_pattern``)."""

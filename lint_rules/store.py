@@ -1,8 +1,8 @@
 """The facts store: every caller gets a file's facts here, computed once per content.
 
 Keyed by a hash of the file's bytes, its module name and whether evidence lines are wanted, inside
-a database file named by the schema: the facts format, the tool version, the Python and LibCST
-versions and the code that shapes stored facts (``_FACTS_CODE``). A moved, edited or differently
+a database file named by the schema: the tool version, the Python and LibCST versions and the
+code that shapes stored facts (``_FACTS_CODE``, the records' shapes included). A moved, edited or differently
 packaged file is a different key, another version of fwdlint a different file, so nothing needs
 invalidating and two versions sharing a cache directory leave each other alone.
 
@@ -45,8 +45,6 @@ from typing import TYPE_CHECKING, Optional, Sequence, Union
 
 from lint_rules import __version__
 from lint_rules.diagnostics import FileError
-from lint_rules.facts import codec
-from lint_rules.facts.model import FileFacts
 from lint_rules.layout import module_name_for
 from lint_rules.source import decode, one_line, python_syntax_error
 
@@ -98,15 +96,18 @@ def _libcst_version() -> str:
     return ",".join(sorted(n[7:-10] for n in names if n.startswith("libcst-") and n.endswith(".dist-info"))) or "?"
 
 
-_SCHEMA = (f"fwdlint-facts-{codec.FORMAT}-{__version__}-{_facts_code_digest()}"
+# The records' shapes (``codec.FORMAT``) are in the code digest: facts/model.py is part of it. Not
+# importing them here spares a run whose findings are reused (``results``) the facts model.
+_SCHEMA = (f"fwdlint-facts-{__version__}-{_facts_code_digest()}"
            f"-py{sys.version_info[0]}.{sys.version_info[1]}-libcst{_libcst_version()}")
 _SCHEMA_ID = hashlib.blake2b(_SCHEMA.encode(), digest_size=8).hexdigest()
 _ERROR = "!"  # prefix of a cached error message
 
 if TYPE_CHECKING:  # imported where a file needs parsing: a warm run starts no worker (and spares the import)
     from lint_rules import workers
+    from lint_rules.facts.model import FileFacts
 
-Outcome = Union[FileFacts, FileError]
+Outcome = Union["FileFacts", FileError]
 
 
 def _warn(message: str) -> None:
@@ -409,6 +410,7 @@ class FactsStore:
         self.memory: dict[tuple[str, bool], Outcome] = {}
         self.read: set[str] = set()  # paths this store read (for statistics)
         self.extracted = 0  # how many needed a parse (cache misses)
+        self.keys: dict[tuple[str, bool], str] = {}  # (path, locate) -> the content key its facts were got by
         self.pool: Optional[workers.Pool] = None  # the parser processes, started by the first miss
 
     def facts(self, path: str, locate: bool = True, data: Optional[bytes] = None,
@@ -434,9 +436,9 @@ class FactsStore:
                 continue
             self.read.add(path)
             name, is_package = module if module is not None else module_name_for(Path(path))[:2]
-            key = hashlib.blake2b(b"\0".join([_SCHEMA.encode(), name.encode("utf-8", "surrogateescape"),
-                                              b"pkg" if is_package else b"mod", b"loc" if locate else b"",
-                                              b"%d.%d" % self.target, content]), digest_size=20).hexdigest()
+            key = self._key(content, name, is_package, locate)
+            if data is None:
+                self.keys[(path, locate)] = key
             found = self._cached(key, path)
             if found is None:
                 misses.append((position, key, (path, content, name, is_package, locate, self.target)))
@@ -451,6 +453,9 @@ class FactsStore:
                 self.pool = workers.Pool(jobs, preload=("lint_rules.facts.extract",))
             self.pool.jobs = max(self.pool.jobs, jobs)
         extracted = self.pool.map(_extract, tasks) if self.pool is not None and tasks else []
+        if extracted:
+            from lint_rules.facts import codec
+            from lint_rules.facts.model import FileFacts
         self.extracted += len(tasks)
         for (position, key, (path, *_)), outcome in zip(misses, extracted):
             if not isinstance(outcome, (FileFacts, FileError)):  # a workers.Failure: not cached, another machine
@@ -466,6 +471,26 @@ class FactsStore:
                 self.memory[(path, locate)] = outcome  # type: ignore[assignment]
         return outcomes  # type: ignore[return-value]
 
+    def read_keys(self, paths: Sequence[str], locate: bool = True,
+                  module: Optional[tuple[str, bool]] = None) -> list[Union[str, FileError]]:
+        """Each file's content key (what its facts are stored under), or the error reading it: what
+        ``facts_many`` would look up, without decoding anything (``results`` keys a run by them)."""
+        keys: list[Union[str, FileError]] = []
+        for path in paths:
+            try:
+                content = _read_regular(path)
+            except OSError as error:
+                keys.append(FileError(path, one_line(error)))
+                continue
+            name, is_package = module if module is not None else module_name_for(Path(path))[:2]
+            keys.append(self._key(content, name, is_package, locate))
+        return keys
+
+    def _key(self, content: bytes, name: str, is_package: bool, locate: bool) -> str:
+        return hashlib.blake2b(b"\0".join([_SCHEMA.encode(), name.encode("utf-8", "surrogateescape"),
+                                           b"pkg" if is_package else b"mod", b"loc" if locate else b"",
+                                           b"%d.%d" % self.target, content]), digest_size=20).hexdigest()
+
     def close(self) -> None:
         """Stop the parser processes; release the cache file (the last connection to close folds
         the WAL into it)."""
@@ -480,6 +505,8 @@ class FactsStore:
             return None
         if text.startswith(_ERROR):
             return FileError(path, text[len(_ERROR):])
+        from lint_rules.facts import codec
+
         try:
             return codec.decode(text, path)
         except (ValueError, TypeError, IndexError):  # a row we cannot read: compute it again

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from fixture_cases import check_reported, cli_json, expectations, flake8_rows, run_flake8
 
-from lint_rules.rules import RULES, by_code
+from lint_rules.rules import NAMES, RULES, by_code
 from lint_rules.rules.base import Invalid, Valid
 
 EXAMPLES = [(rule, case) for rule in RULES for case in (*rule.VALID, *rule.INVALID)]
@@ -27,6 +27,7 @@ def test_codes_and_names_are_unique_and_well_formed() -> None:
         assert rule.CODE[:3] == "FWD" and rule.CODE[3:].isdigit() and len(rule.CODE) == 6
         assert rule.NAME == rule.NAME.lower() and " " not in rule.NAME
         assert by_code(rule.CODE) is rule and by_code(rule.NAME) is rule
+        assert NAMES[rule.CODE] == rule.NAME  # the registry's name, which reports use
         assert rule.__name__.rpartition(".")[2].startswith(rule.CODE.lower() + "_")
 
 

@@ -53,3 +53,16 @@ def test_version_and_help_import_only_the_parser(tmp_path: Path, option: str) ->
     proc = subprocess.run([sys.executable, "-c", MODULES, option], cwd=tmp_path, capture_output=True, text=True,
                           timeout=120)
     assert proc.stdout.splitlines()[-1].split() == ["lint_rules", "lint_rules.cli", "lint_rules.contract"]
+
+
+def test_reused_findings_load_neither_the_facts_model_nor_the_rules(tmp_path: Path) -> None:
+    """A warm run whose findings are reused (``lint_rules/results.py``) decodes no facts and runs no
+    rule, so it imports neither; the first run, which analyses, is the control."""
+    (tmp_path / "pyproject.toml").write_text("")
+    (tmp_path / "model.py").write_text(MODEL)
+    analysis = {"lint_rules.facts.model", "lint_rules.facts.codec", "lint_rules.project", "lint_rules.computation",
+                "lint_rules.rules.fwd001_unmarked_entry"}
+    runs = [subprocess.run([sys.executable, "-c", MODULES, "."], cwd=tmp_path, capture_output=True, text=True,
+                           timeout=120).stdout.split() for _ in range(2)]
+    assert analysis <= set(runs[0])
+    assert not analysis & set(runs[1]) and "lint_rules.results" in runs[1]

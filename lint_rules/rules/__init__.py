@@ -1,8 +1,9 @@
 """The rule catalogue: one module per rule (see ``base.py``); codes are stable once released.
 
-Adding a rule is adding its module and its name to ``RULE_MODULES``. A module's name starts with
-its code (``fwd001_...``), so ``CODES`` is known without importing any rule: flake8 asks for it
-on every run, also when no FWD code is selected, and must not pay for loading the analyzer.
+Adding a rule is adding its module and its short name to ``RULE_MODULES``. A module's name starts
+with its code (``fwd001_...``), so ``CODES`` and ``NAMES`` are known without importing any rule:
+flake8 asks for them on every run, also when no FWD code is selected, and a report of reused
+findings (``results``) must not pay for loading the analyzer either.
 """
 
 from __future__ import annotations
@@ -11,16 +12,18 @@ import importlib
 from types import ModuleType
 from typing import Any, Optional
 
-RULE_MODULES: tuple[str, ...] = (
-    "fwd001_unmarked_entry",
-    "fwd002_unmarked_call",
-    "fwd003_invalid_mark",
-    "fwd101_meta_device_submodule",
-    "fwd201_compiled_call_in_init_context",
-    "fwd301_instance_forward_patch",
-)
+#: rule module -> the rule's short name (its ``NAME``; tests/test_rules.py keeps them equal)
+RULE_MODULES: dict[str, str] = {
+    "fwd001_unmarked_entry": "unmarked-forward-entry",
+    "fwd002_unmarked_call": "unmarked-call-on-wrapped-model",
+    "fwd003_invalid_mark": "invalid-mark",
+    "fwd101_meta_device_submodule": "meta-device-submodule",
+    "fwd201_compiled_call_in_init_context": "compiled-call-in-init-context",
+    "fwd301_instance_forward_patch": "instance-forward-patch",
+}
 
 CODES: tuple[str, ...] = tuple(name.split("_", 1)[0].upper() for name in RULE_MODULES)
+NAMES: dict[str, str] = dict(zip(CODES, RULE_MODULES.values()))  # a report names findings without the rules
 
 
 def __getattr__(name: str) -> Any:

@@ -1,0 +1,122 @@
+"""A run's findings reused: a warm run whose inputs are all as they were reports what the same run
+found last time, without decoding a fact or running a rule.
+
+A run's inputs are fwdlint's own code, the run's options, its environment and working directory,
+and the content key (``store``) of every checked file and of every file of the project views they
+are checked with. Name resolution reads files on demand, so a stored run also keeps what it looked
+at on disk (``ProjectIndex.probed``): each candidate file, found (by content key) or missing, and
+each directory listing of sibling modules. The run is reused only if every one of them is still as
+it was. Nothing is stored when a file changed while the run read it.
+
+Stored in the facts database (``store``), a few versions per first checked path, as JSON.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import json
+import os
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, NamedTuple, Optional, Union
+
+from lint_rules.diagnostics import Diagnostic, FileError
+
+if TYPE_CHECKING:
+    from lint_rules.engine import Result, Session
+
+FORMAT = "1"  # of the stored value
+_PREFIX = "R:"  # the store's slot for stored runs: "R:" + the first checked path (pruned with it)
+
+
+def code_digest(package: Path = Path(__file__).parent) -> str:
+    """Every module of fwdlint: the rules and the project view decide findings, not only the facts."""
+    digest = hashlib.blake2b(digest_size=16)
+    for path in sorted(package.rglob("*.py")):
+        digest.update(path.relative_to(package).as_posix().encode() + b"\0" + path.read_bytes())
+    return digest.hexdigest()
+
+
+_own_code = functools.lru_cache(maxsize=None)(code_digest)  # this process's fwdlint, read once
+
+
+class Stored(NamedTuple):
+    diagnostics: list[Diagnostic]
+    errors: list[FileError]
+    resolved: tuple[str, ...]  # files read to resolve names
+    installed: int  # ... of them, installed
+
+
+class Lookup:
+    """The key of a run (computed before it) and the file keys it was computed from."""
+
+    def __init__(self, session: Session, paths: list[str]) -> None:
+        self.session = session
+        store, run, env = session.store, session.run, session.environment
+        given = store.read_keys(paths)
+        self.keys: dict[str, str] = {path: key for path, key in zip(paths, given) if isinstance(key, str)}
+        parts: list[object] = [FORMAT, _own_code(), sys.version_info[:2], os.getcwd(), repr(run.config),
+                               run.select, run.ignore, run.exclude, run.per_file_ignores, str(run.project_root),
+                               env.python, [str(root) for root in env.roots], env.version,
+                               [(path, _text(key)) for path, key in zip(paths, given)]]
+        for root, group in sorted(session.by_root(paths).items(), key=lambda item: str(item[0])):
+            view = session.view_paths(root, group)
+            view_keys = store.read_keys(view)
+            self.keys.update((path, key) for path, key in zip(view, view_keys) if isinstance(key, str))
+            parts.append((str(root), [(path, _text(key)) for path, key in zip(view, view_keys)]))
+        self.key = hashlib.blake2b(repr(parts).encode("utf-8", "surrogateescape"), digest_size=20).hexdigest()
+        self.slot = _PREFIX + os.path.abspath(paths[0] if paths else ".")
+
+    def found(self) -> Optional[Stored]:
+        """The stored findings of this run, if every file it looked at is as it was."""
+        cache = self.session.store.cache
+        text = cache.get(self.key) if cache is not None else None
+        if text is None:
+            return None
+        try:
+            stored = json.loads(text)
+            if stored["format"] != FORMAT or not all(self._unchanged(probe) for probe in stored["probed"]):
+                return None
+            return Stored([Diagnostic(*row) for row in stored["diagnostics"]],
+                          [FileError(*row) for row in stored["errors"]], tuple(stored["resolved"]),
+                          stored["installed"])
+        except (ValueError, TypeError, KeyError):  # a value we cannot read: run again
+            return None
+
+    def store(self, result: Result) -> None:
+        """Keep ``result`` for the next identical run, unless a file changed while this one read it."""
+        session = self.session
+        cache, keys = session.store.cache, session.store.keys
+        if cache is None or any(keys.get((path, True), key) != key for path, key in self.keys.items()):
+            return
+        probed = [self._recorded(probe, keys) for view in session.views.values() for probe in view.probed]
+        value = {"format": FORMAT, "probed": probed,
+                 "diagnostics": [[d.path, d.line, d.col, d.code, d.message, d.symbol] for d in result.diagnostics],
+                 "errors": [[e.path, e.message] for e in result.errors],
+                 "resolved": list(result.resolved), "installed": result.installed_read}
+        cache.put(self.key, json.dumps(value), self.slot)
+
+    @staticmethod
+    def _recorded(probe: tuple, keys: dict[tuple[str, bool], str]) -> list[object]:
+        if probe[0] == "file":
+            kind, path, module, is_package, found = probe
+            # found: the key its facts were read by ("" unreadable); missing: None
+            return [kind, path, module, is_package, keys.get((path, False), "") if found else None]
+        return list(probe)
+
+    def _unchanged(self, probe: list) -> bool:
+        if probe[0] == "file":
+            _, path, module, is_package, key = probe
+            if not os.path.isfile(path):
+                return key is None
+            (now,) = self.session.store.read_keys([path], locate=False, module=(module, bool(is_package)))
+            return key == (now if isinstance(now, str) else "")
+        _, directory, names = probe
+        directory = Path(directory)
+        return names == ([path.name for path in sorted(directory.glob("*.py"))] if directory.is_dir() else [])
+
+
+def _text(key: Union[str, FileError]) -> str:
+    """A file's content key, or the reason it could not be read."""
+    return key if isinstance(key, str) else key.message

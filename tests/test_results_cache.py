@@ -1,0 +1,181 @@
+"""A warm run reports the last identical run's findings (``lint_rules/results.py``) only while
+nothing they depend on changed: each change below must give what a run without any cache gives.
+Every run is a fresh ``fwdlint`` process; ``-v`` says when findings were reused."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from lint_rules import results
+from lint_rules.engine import Run, Session, _analyse
+
+ROOT = Path(__file__).resolve().parent.parent
+REUSED = "fwdlint: nothing the findings depend on changed"
+
+MODEL = """import torch.nn as nn
+
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(4, 4)
+
+    def forward(self, x):
+        return self.fc(x)
+
+    def generate(self, x):
+        return self(x)
+"""
+MARK = """from runtime_shim import mark_forward_method
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+from model import Net
+
+ddp = DDP(Net())
+mark_forward_method(ddp, "generate")
+"""
+HEAD = """from extlib import Base
+
+
+class Head(Base):
+    def forward(self, x):
+        return x
+
+    def generate(self, x):
+        return self(x)
+"""
+
+
+@dataclass
+class Outcome:
+    code: int
+    out: str
+    reused: bool
+
+
+def lint(cwd: Path, *args: str) -> Outcome:
+    proc = subprocess.run([sys.executable, "-m", "lint_rules.cli", "-v", *args], cwd=cwd, capture_output=True,
+                          text=True, timeout=120, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert proc.returncode in (0, 1), proc.stderr
+    return Outcome(proc.returncode, proc.stdout, REUSED in proc.stderr)
+
+
+def reused(cwd: Path, *args: str) -> Outcome:
+    """A run that must reuse the last one's findings, which must be a cold run's."""
+    warm, cold = lint(cwd, *args), lint(cwd, "--no-cache", *args)
+    assert warm.reused and not cold.reused
+    assert (warm.code, warm.out) == (cold.code, cold.out)
+    return warm
+
+
+def fresh(cwd: Path, *args: str) -> Outcome:
+    """A run that must analyse again (something changed), and find what a cold run finds."""
+    warm, cold = lint(cwd, *args), lint(cwd, "--no-cache", *args)
+    assert not warm.reused
+    assert (warm.code, warm.out) == (cold.code, cold.out)
+    return warm
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    (tmp_path / "pyproject.toml").write_text("")
+    (tmp_path / "model.py").write_text(MODEL)
+    (tmp_path / "train.py").write_text("from model import Net\n\nnet = Net()\n")
+    return tmp_path
+
+
+def test_nothing_changed_reuses_the_findings(project: Path) -> None:
+    first = fresh(project, ".")
+    assert first.code == 1 and "FWD001 Net.generate" in first.out
+    assert reused(project, ".").out == first.out
+    assert not lint(project, "model.py").reused  # other paths: another run, whose first time this is
+    assert reused(project, "model.py").code == 1
+
+
+def test_an_edited_checked_file_is_analysed_again(project: Path) -> None:
+    fresh(project, ".")
+    (project / "model.py").write_text(MODEL.replace("    def generate", "    @staticmethod\n    def helper():\n"
+                                                    "        return 1\n\n    def generate"))
+    assert "FWD001 Net.generate" in fresh(project, ".").out
+    (project / "model.py").write_text(MODEL.replace("return self(x)", "return x"))
+    assert fresh(project, ".").code == 0
+
+
+def test_a_registration_added_to_a_file_of_the_view_is_seen(project: Path) -> None:
+    assert fresh(project, "model.py").code == 1  # train.py is only in the view
+    (project / "train.py").write_text(MARK)
+    assert fresh(project, "model.py").code == 0
+
+
+def test_a_new_file_of_the_project_is_seen(project: Path) -> None:
+    assert fresh(project, "model.py").code == 1
+    (project / "marks.py").write_text(MARK)
+    assert fresh(project, "model.py").code == 0
+    (project / "marks.py").unlink()
+    assert reused(project, "model.py").code == 1  # the project as the first run saw it
+
+
+@pytest.fixture
+def venv(tmp_path: Path) -> Path:
+    env = tmp_path / "env"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(env)], check=True, timeout=120)
+    return env
+
+
+def _site(env: Path) -> Path:
+    (site,) = env.glob("lib/python*/site-packages")
+    return site
+
+
+def test_a_package_installed_or_edited_since_is_read(project: Path, venv: Path) -> None:
+    (project / "head.py").write_text(HEAD)
+    args = ("--python", str(venv), "head.py")
+    assert fresh(project, *args).code == 0  # extlib is not installed: Head's base is unknown
+    assert reused(project, *args).code == 0
+    package = _site(venv) / "extlib"
+    package.mkdir()
+    (package / "__init__.py").write_text("import torch.nn as nn\n\n\nclass Base(nn.Module):\n    pass\n")
+    assert "FWD001 Head.generate" in fresh(project, *args).out  # the missing file the last run looked for
+    assert reused(project, *args).code == 1
+    (package / "__init__.py").write_text("class Base:\n    pass\n")
+    assert fresh(project, *args).code == 0  # the installed file it read
+    shutil.rmtree(package)
+    assert fresh(project, *args).code == 0
+
+
+def test_other_options_and_configuration_are_another_run(project: Path) -> None:
+    fresh(project, ".")
+    assert fresh(project, "--select", "FWD002", ".").code == 0
+    assert reused(project, ".").code == 1  # the first run's (a path keeps its last 3 runs)
+    assert fresh(project, "--per-file-ignores", "model.py:FWD001", ".").code == 0
+    (project / "pyproject.toml").write_text('[tool.fwdlint]\nignore = ["FWD001"]\n')
+    assert fresh(project, ".").code == 0
+
+
+def test_fwdlints_own_code_is_in_the_key(tmp_path: Path) -> None:
+    package = tmp_path / "lint_rules"
+    shutil.copytree(ROOT / "lint_rules", package, ignore=shutil.ignore_patterns("__pycache__"))
+    before = results.code_digest(package)
+    rule = package / "rules" / "fwd201_compiled_call_in_init_context.py"
+    rule.write_text(rule.read_text() + "\n# a rule edited\n")
+    assert results.code_digest(package) != before
+
+
+def test_a_file_changed_while_the_run_read_it_is_not_stored(project: Path) -> None:
+    paths = [str(project / "model.py")]
+    session = Session(Run(), paths[0])
+    try:
+        lookup = results.Lookup(session, paths)
+        assert lookup.found() is None
+        (project / "train.py").write_text(MARK)  # after the key was computed, before the analysis read it
+        lookup.store(_analyse(session, paths))
+        assert session.store.cache is not None and session.store.cache.get(lookup.key) is None
+    finally:
+        session.store.close()
