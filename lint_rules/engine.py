@@ -117,10 +117,13 @@ class Session:
     def root_for(self, path: str) -> Optional[Path]:
         if self.run.project_root is not None:
             return self.run.project_root
-        resolved = Path(path).resolve()  # as find_root sees it; the files of a directory share its root
-        directory = resolved if resolved.is_dir() else resolved.parent
-        if directory not in self._roots:
-            self._roots[directory] = find_root(directory)
+        try:
+            resolved = Path(path).resolve()  # as find_root sees it; the files of a directory share its root
+            directory = resolved if resolved.is_dir() else resolved.parent
+            if directory not in self._roots:
+                self._roots[directory] = find_root(directory)
+        except (OSError, RuntimeError):  # a link loop, a name too long: a file that is an error line anyway
+            return None
         return self._roots[directory]
 
     def by_root(self, paths: Iterable[str]) -> dict[Optional[Path], list[str]]:
