@@ -179,3 +179,59 @@ def test_a_file_changed_while_the_run_read_it_is_not_stored(project: Path) -> No
         assert session.store.cache is not None and session.store.cache.get(lookup.key) is None
     finally:
         session.store.close()
+
+
+ENCODER = """import torch.nn as nn
+
+
+class Encoder(nn.Module):
+    def forward(self, x):
+        return self.encode(x)
+
+    def encode(self, x):
+        raise NotImplementedError
+"""
+IMPLEMENTATION = """import torch.nn as nn
+
+from extlib.base import Encoder
+
+
+class Linear(Encoder):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(4, 4)
+
+    def encode(self, x):
+        return self.fc(x)
+"""
+USER = """import torch.nn as nn
+
+from extlib.base import Encoder
+
+
+class Model(nn.Module):
+    def __init__(self, enc: Encoder):
+        super().__init__()
+        self.enc = enc
+
+    def forward(self, x):
+        return self.enc(x)
+
+    def generate(self, x):
+        return self.enc.encode(x)
+"""
+
+
+def test_a_module_added_next_to_an_installed_abstract_class_is_seen(project: Path, venv: Path) -> None:
+    """``Encoder.encode`` is abstract, so its overrides are looked for in the modules next to it
+    (a directory listing, not a file looked for by name)."""
+    package = _site(venv) / "extlib"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "base.py").write_text(ENCODER)
+    (project / "user.py").write_text(USER)
+    args = ("--python", str(venv), "user.py")
+    assert fresh(project, *args).code == 0  # no override computes
+    assert reused(project, *args).code == 0
+    (package / "impl.py").write_text(IMPLEMENTATION)
+    assert "FWD001 Model.generate" in fresh(project, *args).out
