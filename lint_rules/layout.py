@@ -34,6 +34,11 @@ def module_name_for(path: Path) -> tuple[str, bool, Path]:
     return ".".join(reversed(parts)), is_package, directory
 
 
+def modules_in(directory: Path) -> list[Path]:
+    """The ``*.py`` files directly in ``directory``, sorted (none if it is not a directory)."""
+    return sorted(directory.glob("*.py")) if directory.is_dir() else []
+
+
 def is_project_root(directory: Path) -> bool:
     return any(os.path.exists(directory / marker) for marker in MARKERS)
 

@@ -15,6 +15,7 @@ from typing import Callable, Optional
 
 from lint_rules import contract
 from lint_rules.facts.model import ClassFacts, FileFacts, FunctionFacts, MethodFacts
+from lint_rules.layout import modules_in
 from lint_rules.settings import Config
 from lint_rules.vocabulary import KNOWN_MODULE_BASES, NOT_MODULE_TORCH_NN, TYPING_BASES
 
@@ -319,7 +320,7 @@ class ProjectIndex:
             return
         self._siblings_read.add(package)
         directory = Path(facts.path).parent
-        siblings = sorted(directory.glob("*.py")) if directory.is_dir() else []
+        siblings = modules_in(directory)
         self.probed.append(("dir", str(directory), [path.name for path in siblings]))
         for path in siblings:
             name = f"{package}.{path.stem}" if path.stem != "__init__" else package

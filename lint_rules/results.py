@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple, Optional, Union
 
 from lint_rules.diagnostics import Diagnostic, FileError
+from lint_rules.layout import modules_in
 
 if TYPE_CHECKING:
     from lint_rules.engine import Result, Session
@@ -113,8 +114,7 @@ class Lookup:
             (now,) = self.session.store.read_keys([path], locate=False, module=(module, bool(is_package)))
             return key == (now if isinstance(now, str) else "")
         _, directory, names = probe
-        directory = Path(directory)
-        return names == ([path.name for path in sorted(directory.glob("*.py"))] if directory.is_dir() else [])
+        return names == [path.name for path in modules_in(Path(directory))]
 
 
 def _text(key: Union[str, FileError]) -> str:

@@ -429,14 +429,12 @@ class FactsStore:
             if data is None and (path, locate) in self.memory:
                 outcomes[position] = self.memory[(path, locate)]
                 continue
-            try:
-                content = data if data is not None else _read_regular(path)
-            except OSError as error:
-                outcomes[position] = FileError(path, one_line(error))
+            read = self._read(path, locate, data, module)
+            if isinstance(read, FileError):
+                outcomes[position] = read
                 continue
             self.read.add(path)
-            name, is_package = module if module is not None else module_name_for(Path(path))[:2]
-            key = self._key(content, name, is_package, locate)
+            content, name, is_package, key = read
             if data is None:
                 self.keys[(path, locate)] = key
             found = self._cached(key, path)
@@ -475,21 +473,22 @@ class FactsStore:
                   module: Optional[tuple[str, bool]] = None) -> list[Union[str, FileError]]:
         """Each file's content key (what its facts are stored under), or the error reading it: what
         ``facts_many`` would look up, without decoding anything (``results`` keys a run by them)."""
-        keys: list[Union[str, FileError]] = []
-        for path in paths:
-            try:
-                content = _read_regular(path)
-            except OSError as error:
-                keys.append(FileError(path, one_line(error)))
-                continue
-            name, is_package = module if module is not None else module_name_for(Path(path))[:2]
-            keys.append(self._key(content, name, is_package, locate))
-        return keys
+        return [read if isinstance(read, FileError) else read[3]
+                for read in (self._read(path, locate, None, module) for path in paths)]
 
-    def _key(self, content: bytes, name: str, is_package: bool, locate: bool) -> str:
-        return hashlib.blake2b(b"\0".join([_SCHEMA.encode(), name.encode("utf-8", "surrogateescape"),
-                                           b"pkg" if is_package else b"mod", b"loc" if locate else b"",
-                                           b"%d.%d" % self.target, content]), digest_size=20).hexdigest()
+    def _read(self, path: str, locate: bool, data: Optional[bytes],
+              module: Optional[tuple[str, bool]]) -> Union[tuple[bytes, str, bool, str], FileError]:
+        """A file's bytes (``data`` if given), module name, package flag and content key, or the
+        error reading it."""
+        try:
+            content = data if data is not None else _read_regular(path)
+        except OSError as error:
+            return FileError(path, one_line(error))
+        name, is_package = module if module is not None else module_name_for(Path(path))[:2]
+        key = hashlib.blake2b(b"\0".join([_SCHEMA.encode(), name.encode("utf-8", "surrogateescape"),
+                                          b"pkg" if is_package else b"mod", b"loc" if locate else b"",
+                                          b"%d.%d" % self.target, content]), digest_size=20).hexdigest()
+        return content, name, is_package, key
 
     def close(self) -> None:
         """Stop the parser processes; release the cache file (the last connection to close folds

@@ -128,13 +128,18 @@ def check_reported(case_dir: Path, expected: list[Expected], reported: list[tupl
             assert text[col - 1:].startswith(symbol.rpartition(".")[2]), (e, col, text)
 
 
+def site_packages(python: Path) -> Path:
+    """Where ``python`` installs pure-Python packages, as it says itself."""
+    return Path(subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                               capture_output=True, text=True, check=True).stdout.strip())
+
+
 def python_with_package(root: Path, files: dict[str, str]) -> Path:
     """A virtual environment (no pip) under ``root`` whose site-packages hold ``files`` (relative
     path -> text): a package fwdlint's own environment does not have. Returns its interpreter."""
     venv.create(root / "venv", with_pip=False)
     python = root / "venv" / "bin" / "python"
-    site = Path(subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
-                               capture_output=True, text=True, check=True).stdout.strip())
+    site = site_packages(python)
     for name, text in files.items():
         (site / name).parent.mkdir(parents=True, exist_ok=True)
         (site / name).write_text(text)

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Callable
 
 import pytest
-from fixture_cases import python_with_package
+from fixture_cases import python_with_package, site_packages
 
 from lint_rules import environment
 
@@ -34,13 +34,8 @@ USER = ("from extpkg.base import Base\n\n\nclass Model(Base):\n    def generate(
 FINDING = "user.py:5:9: FWD001 Model.generate runs the module's forward computation"
 
 
-def _site(python: Path) -> Path:
-    return Path(subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
-                               capture_output=True, text=True, check=True).stdout.strip())
-
-
 def _install(python: Path, files: dict[str, str]) -> None:
-    site = _site(python)
+    site = site_packages(python)
     for name, text in files.items():
         (site / name).parent.mkdir(parents=True, exist_ok=True)
         (site / name).write_text(text)
@@ -202,14 +197,14 @@ def test_include_system_site_packages_adds_the_base(tmp_path: Path) -> None:
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", "--system-site-packages", str(tmp_path / "v")],
                    check=True)
     found = environment.find(str(tmp_path / "v"))
-    base_site = _site(Path(BASE_PYTHON))
+    base_site = site_packages(Path(BASE_PYTHON))
     assert found.site_dirs[0] == tmp_path / "v" / "lib" / f"python{VERSION}" / "site-packages"
     assert base_site.resolve() in found.roots
 
 
 def test_pth_files_are_read_never_run(tmp_path: Path) -> None:
     _make_venv(tmp_path / "v")
-    site = _site(tmp_path / "v" / "bin" / "python")
+    site = site_packages(tmp_path / "v" / "bin" / "python")
     (tmp_path / "extra").mkdir()
     marker = tmp_path / "ran"
     (site / "a.pth").write_text(f"# a comment\n../../../../extra\nimport os; open({str(marker)!r}, 'w')\n")
@@ -254,7 +249,7 @@ def test_editable_installs_are_read(tmp_path: Path, tool: Path) -> None:
                                 "install", "-q", "--no-deps", "-e", str(flat), "-e", str(src)],
                                capture_output=True, text=True, timeout=500)
     assert installed.returncode == 0, installed.stderr
-    site = _site(project / ".venv" / "bin" / "python")
+    site = site_packages(project / ".venv" / "bin" / "python")
     assert list(site.glob("__editable__*extflat*finder.py"))  # the finder, not a path line, serves extflat
     found = environment.find(project=project)
     assert {flat.resolve(), (src / "src").resolve()} <= set(found.roots)

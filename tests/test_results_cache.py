@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from fixture_cases import site_packages
 
 from lint_rules import results
 from lint_rules.engine import Run, Session, _analyse
@@ -129,17 +130,12 @@ def venv(tmp_path: Path) -> Path:
     return env
 
 
-def _site(env: Path) -> Path:
-    (site,) = env.glob("lib/python*/site-packages")
-    return site
-
-
 def test_a_package_installed_or_edited_since_is_read(project: Path, venv: Path) -> None:
     (project / "head.py").write_text(HEAD)
     args = ("--python", str(venv), "head.py")
     assert fresh(project, *args).code == 0  # extlib is not installed: Head's base is unknown
     assert reused(project, *args).code == 0
-    package = _site(venv) / "extlib"
+    package = site_packages(venv / "bin" / "python") / "extlib"
     package.mkdir()
     (package / "__init__.py").write_text("import torch.nn as nn\n\n\nclass Base(nn.Module):\n    pass\n")
     assert "FWD001 Head.generate" in fresh(project, *args).out  # the missing file the last run looked for
@@ -225,7 +221,7 @@ class Model(nn.Module):
 def test_a_module_added_next_to_an_installed_abstract_class_is_seen(project: Path, venv: Path) -> None:
     """``Encoder.encode`` is abstract, so its overrides are looked for in the modules next to it
     (a directory listing, not a file looked for by name)."""
-    package = _site(venv) / "extlib"
+    package = site_packages(venv / "bin" / "python") / "extlib"
     package.mkdir()
     (package / "__init__.py").write_text("")
     (package / "base.py").write_text(ENCODER)
