@@ -17,6 +17,8 @@ from __future__ import annotations
 
 import collections
 import json
+import os
+import stat
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable, Optional, Sequence, Union
@@ -146,8 +148,9 @@ def fix_json(run: "FixRun", diff: bool) -> str:
 def write(report: Union[str, bytes], output_file: Optional[str], root: Optional[Path] = None) -> Optional[str]:
     """Put ``report`` on stdout, or replace ``output_file`` with it atomically (a temporary file in
     the same directory, then a rename: a reader never sees half a report, an old one survives a
-    failure; never through a symlink out of ``root``, ``--project-root``, as ``--fix``). None, or
-    the one-line reason it could not be written."""
+    failure; never through a symlink out of ``root``, ``--project-root``, as ``--fix``). A path
+    that is not a regular file (``/dev/null``, ``/dev/stdout``, a FIFO) is written to, never
+    replaced. None, or the one-line reason it could not be written."""
     if output_file is None:
         if isinstance(report, bytes):
             sys.stdout.flush()
@@ -160,7 +163,20 @@ def write(report: Union[str, bytes], output_file: Optional[str], root: Optional[
 
     data = report if isinstance(report, bytes) else report.encode("utf-8", "backslashreplace")
     try:
-        atomic_write(output_file, data, root=root)
+        if _is_stream(output_file):
+            with open(output_file, "wb") as stream:
+                stream.write(data)
+        else:
+            atomic_write(output_file, data, root=root)
     except OSError as error:
         return f"fwdlint: error: --output-file {shown(output_file)}: cannot write: {error.strerror or error}"
     return None
+
+
+def _is_stream(path: str) -> bool:
+    """A device, FIFO or socket: something to write to, not a file to replace."""
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        return False
+    return not (stat.S_ISREG(mode) or stat.S_ISDIR(mode))

@@ -12,6 +12,7 @@ from __future__ import annotations
 import inspect
 import json
 import os
+import stat
 import subprocess
 import sys
 from pathlib import Path
@@ -220,6 +221,25 @@ def test_output_file_is_replaced_atomically(tmp_path: Path, monkeypatch: pytest.
     assert target.read_text() == "old" and os.listdir(tmp_path) == ["report.json"]
     monkeypatch.undo()
     assert report.write("new", str(target)) is None and target.read_text() == "new"
+
+
+def test_output_file_that_is_a_fifo_is_written_to_not_replaced(project: Path) -> None:
+    """``--output-file /dev/null`` or ``/dev/stdout``: a stream is written to. Replaced by a rename,
+    a root user's /dev/null became a regular file (shown here with a FIFO, not with /dev/null)."""
+    plain = run_cli(project, "--format", "json", "good.py")
+    fifo = project / "report.fifo"
+    os.mkfifo(fifo)
+    reader = subprocess.Popen(["cat", str(fifo)], stdout=subprocess.PIPE, text=True)
+    try:
+        proc = run_cli(project, "--format", "json", "--output-file", "report.fifo", "good.py")
+        out, _ = reader.communicate(timeout=30)  # a FIFO replaced by a file never gets a writer
+    finally:
+        reader.kill()
+        reader.communicate()
+    assert (proc.returncode, proc.stderr) == (1, "")
+    assert out == plain.stdout
+    assert stat.S_ISFIFO(os.lstat(fifo).st_mode)  # still the FIFO
+    assert not [p for p in project.iterdir() if "fwdlint-tmp" in p.name]  # no temporary file left
 
 
 def test_statistics(project: Path) -> None:
