@@ -54,10 +54,12 @@ def site_packages(python: str) -> str:
     return out.stdout.strip()
 
 
-def lint(python: str, base: str, files: list[str]) -> list[dict]:
-    cmd = [sys.executable, "-m", "lint_rules.cli", "--format", "json", "--select", ",".join(CODES),
+def lint(python: str, base: str, files: list[str], codes: tuple[str, ...] = CODES, tree: str = ROOT) -> list[dict]:
+    """The findings of ``codes`` on ``files`` (relative to ``base``), linted in place by the
+    fwdlint of ``tree``."""
+    cmd = [sys.executable, "-m", "lint_rules.cli", "--format", "json", "--select", ",".join(codes),
            "--python", python, *files]
-    proc = subprocess.run(cmd, cwd=base, capture_output=True, text=True, env={**os.environ, "PYTHONPATH": ROOT})
+    proc = subprocess.run(cmd, cwd=base, capture_output=True, text=True, env={**os.environ, "PYTHONPATH": tree})
     report = json.loads(proc.stdout)
     for error in report["errors"]:
         print(f"error: {error['path']}: {error['message']}", file=sys.stderr)

@@ -256,7 +256,8 @@ class ClassAnalysis:
         method = self.lookup(use.name) if use.name else None
         if method is None and use.name and not self.is_submodule(use.name):
             return None
-        found = self._static(ref[5:]) if ref.startswith("self.") else self.index.find_function(ref, origin)
+        found = (self._own(ref[5:]) if ref.startswith("self.") else self._own(ref[6:], position)
+                 if ref.startswith("super.") else self.index.find_function(ref, origin))
         summary = found[1].summary(slot) if found is not None else None
         if found is None or summary is None:
             return None
@@ -271,10 +272,11 @@ class ClassAnalysis:
                 return inner
         return None if targets else _runs_unknown(self.index, summary, found[0])
 
-    def _static(self, name: str) -> Optional[tuple[FileFacts, FunctionFacts]]:
-        """The summary of ``self.<name>`` when it is a static method of the class or a base."""
-        found = self.lookup(name)
-        if found is None or found[1].kind != "staticmethod":
+    def _own(self, name: str, after: int = -1) -> Optional[tuple[FileFacts, FunctionFacts]]:
+        """The summary of ``self.<name>`` (``super().<name>`` past MRO position ``after``): a static
+        method or a method (``self`` left out) of the class or a base, read as a function."""
+        found = self.lookup(name, after)
+        if found is None or found[1].kind not in ("staticmethod", "method"):
             return None
         item = self.mro[found[0]]
         function = item.file.function_named(f"{item.cls.qualname}.{name}")

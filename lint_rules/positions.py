@@ -82,3 +82,9 @@ def node_positions(root: cst.CSTNode, nodes: Iterable[cst.CSTNode], module: cst.
         else:
             col += len(token)
     return result
+
+
+def code_line(statement: cst.CSTNode, first: int) -> int:
+    """The line a statement's code starts on, given the line its node starts on (``node_positions``):
+    a ``SimpleStatementLine`` starts with its ``leading_lines``, blank or comment lines, one each."""
+    return first + len(getattr(statement, "leading_lines", ()))

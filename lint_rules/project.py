@@ -9,6 +9,7 @@ analysed packages, extracted once, never reported on).
 from __future__ import annotations
 
 import builtins
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Optional
@@ -75,10 +76,12 @@ class ProjectIndex:
     # (ref, origin, what, load) -> (files read when answered, answer)
     _found: dict[tuple[str, str, str, bool], tuple[int, Optional[tuple[FileFacts, object]]]] = field(
         default_factory=dict)
+    _absolute: set[str] = field(default_factory=set)  # the files' absolute paths (``holds``)
 
     def add(self, facts: FileFacts, root: Optional[Path] = None) -> None:
         """Add an analysed file (its marks count project-wide)."""
         self.files[facts.path] = facts
+        self._absolute.add(os.path.abspath(facts.path))
         if facts.module and facts.parsed:  # a skipped file is parsed lazily if an import needs it
             self.modules.setdefault(facts.module, facts)
         if root is not None and root not in self.roots:
@@ -104,6 +107,12 @@ class ProjectIndex:
             if path not in self.files:
                 view.add(facts)
         return view
+
+    def holds(self, path: str) -> bool:
+        """Is the file at ``path`` one of the view's own, under whatever name? A module of a
+        directory without ``__init__.py`` is in the view as ``model`` (``mypkg/model.py``) and
+        read again when ``mypkg.model`` is imported (``/abs/mypkg/model.py``)."""
+        return path in self.files or os.path.abspath(path) in self._absolute
 
     # -- modules and classes ---------------------------------------------------------------
     def module(self, name: str) -> Optional[FileFacts]:
@@ -205,12 +214,33 @@ class ProjectIndex:
                 return hit
         return None
 
-    def find_constructed(self, ref: str, origin: Optional[FileFacts] = None) -> Optional[ClassRef]:
-        """The class of an object built by ``ref``: ``GPT`` itself or a factory on it
-        (``GPT.from_pretrained``), tried with and without its last part."""
-        for candidate in (ref, ref.rpartition(".")[0]):
-            found = self.find_class(candidate, origin) if candidate else None
-            if found is not None:
+    def find_constructed(self, ref: str, origin: Optional[FileFacts] = None, depth: int = 0) -> Optional[ClassRef]:
+        """The class of an object built by ``ref``: ``GPT`` itself; a factory function, by the module
+        class it returns (``-> GPT``, ``return GPT(...)``, ``return GPT.from_pretrained(...)``); a
+        factory classmethod on a class (``GPT.from_pretrained``), by the module class it says it
+        returns (transformers' ``AutoModelForCausalLM`` declares ``_BaseModelWithGenerate``), else
+        the class it is called on."""
+        found = self.find_class(ref, origin)
+        if found is not None or depth > 4:
+            return found
+        function = self.find_function(ref, origin)
+        if function is not None:
+            return self._built(function[1].builds, function[0], depth)
+        head, _, factory = ref.rpartition(".")
+        owner = self.find_class(head, origin) if head else None
+        if owner is None:
+            return None
+        for item in self.mro(owner):
+            method = next((m for m in item.cls.methods if m.name == factory and m.kind == "classmethod"), None)
+            if method is not None:
+                return self._built(method.builds, item.file, depth) or owner
+        return owner
+
+    def _built(self, builds: tuple[str, ...], origin: FileFacts, depth: int) -> Optional[ClassRef]:
+        """The first module class among what a factory builds (its declared return type first)."""
+        for ref in builds:
+            found = self.find_constructed(ref, origin, depth + 1)
+            if found is not None and self.is_module_class(found):
                 return found
         return None
 

@@ -129,6 +129,13 @@ SETUP_METHODS = ("setup", "setup_module")
 #: torch 2.13 ``torch.nn.parallel.DistributedDataParallel`` and
 #: ``torch.distributed.fsdp.FullyShardedDataParallel``, by class name -> the wrap kind.
 WRAPPER_CLASSES = {"DistributedDataParallel": "ddp", "FullyShardedDataParallel": "fsdp1"}
+#: accelerate 1.15.0 accelerator.py: ``Accelerator.prepare(*args)`` returns its arguments prepared, in
+#: order (a model wrapped in DDP or FSDP1, or sharded in place by FSDP2, as the launch config says),
+#: ``prepare_model(model)`` the one model (not wrapped with ``evaluation_mode=True``);
+#: ``unwrap_model(model)`` returns the module inside the wrapper. Matched by method name on a
+#: receiver named like an Accelerator or assigned one.
+ACCELERATE_PREPARE = ("prepare", "prepare_model")
+ACCELERATE_UNWRAP = "unwrap_model"
 #: Keyword names of the method in ``mark_forward_method(method=...)`` (lightning 2.6.6
 #: fabric/wrappers.py ``_FabricModule.mark_forward_method(method)``), torch 2.13's
 #: ``register_fsdp_forward_method(module, method_name)`` and ``runtime_shim``'s own.

@@ -29,6 +29,7 @@ SLOW: dict[str, str] = {
     "test_store_hygiene.py": "the cache under links, damage, concurrent versions and 500 edits",
     "test_hostile.py": "pathological files, FIFOs, unreadable directories",
     "test_environment.py": "virtual environments holding packages",
+    "test_wrapped_calls_real_packages.py": "installs transformers, peft and accelerate into an environment",
     "test_vocabulary.py": "imports torch and lightning to read their names",
     "test_store.py::test_damaged_cache_is_rebuilt[": "every kind of damage",
     "test_hostile_inputs.py": "hostile files, some huge, and unreadable ones",

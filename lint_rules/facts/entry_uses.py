@@ -21,6 +21,7 @@ from lint_rules.facts.model import (
     SRC_ELEMENT, SRC_MODULE, SRC_NOT_MODULE, SRC_PARAM, SRC_PARAM_CALL, SRC_REF, SRC_RESULT, SRC_UNKNOWN, SUB_CALL,
     SUB_METHOD, SUB_RESULT, SUPER_CALL, FunctionFacts, MethodFacts, Source, Use,
 )
+from lint_rules.facts.model_flow import ModelFlow
 from lint_rules.facts.names import Names
 from lint_rules.facts.traversal import Collector, FileWalk, Scope
 from lint_rules.facts.walk import (
@@ -199,19 +200,22 @@ class MethodScan:
             piece = self.piece_of_self(arg.value)
             if piece is not None:
                 shown = f"self.{piece}" if piece else "self"
-                text = f"{dotted_name(func)}({slot + '=' if arg.keyword is not None else ''}{shown}, ...)"
+                called = ref.replace("super.", "super().", 1) if ref.startswith("super.") else dotted_name(func)
+                text = f"{called}({slot + '=' if arg.keyword is not None else ''}{shown}, ...)"
                 self.add(call, Use(PASS_CALL, piece, 0, text, f"{ref}#{slot}"))
 
     def callee_ref(self, func: cst.BaseExpression) -> Optional[str]:
         """The function a call calls, resolved through imports; None for methods of self,
         parameters, local names, builtins and torch (whose functions that run a module given
         to them are ``RUNS_ARGUMENT``)."""
+        if isinstance(func, cst.Attribute) and is_super_call(func.value):
+            return f"super.{func.attr.value}"  # a base's method: `super().encode(obs, self.encoder)`
         dotted = dotted_name(func)
         if dotted is None:
             return None
         head = dotted.split(".", 1)[0]
         if head == self.self_name and dotted.count(".") == 1:
-            return dotted.replace(head, "self", 1)  # a static method of the class: `self._run(self.model)`
+            return dotted.replace(head, "self", 1)  # a method of the class: `self._run(self.model)`
         if head == self.self_name or head in self.params or head in self.bindings or (
                 head in self.locals and head not in self.names.imports):
             return None
@@ -504,11 +508,17 @@ class EntryUses(Collector):
     handlers = {cst.Call: "on_call", cst.For: "on_for", cst.CompFor: "on_for", cst.Assign: "on_assign",
                 cst.AnnAssign: "on_ann_assign", cst.Return: "on_return", cst.Yield: "on_yield"}
 
+    @classmethod
+    def wanted(cls, source: str, resolving: bool = False) -> bool:
+        # a script that sets a model up may build it in a function of its own (``fabric.setup(build())``)
+        return super().wanted(source, resolving) or ModelFlow.wanted(source)
+
     def __init__(self, walk: FileWalk) -> None:
         super().__init__(walk)
         self.scans: dict[cst.FunctionDef, tuple[str, MethodScan]] = {}  # method -> (kind, its scan)
         self.functions: dict[str, cst.FunctionDef] = {}  # module-level functions (the last of a name)
         self.statics: dict[cst.FunctionDef, str] = {}  # static methods -> "Class.method"
+        self.bound: dict[cst.FunctionDef, str] = {}  # plain methods -> "Class.method"
         self.current: Optional[MethodScan] = None  # set while a function is read with a parameter as self
         self.generators: set[cst.FunctionDef] = set()  # methods whose own body yields
 
@@ -524,6 +534,8 @@ class EntryUses(Collector):
             self.scans[node] = (kind, MethodScan.for_function(self.walk.names, node, kind))
             if kind == "staticmethod":  # summarised like a function, named Class.method
                 self.statics[node] = scope.parent.prefix + node.name.value
+            elif kind == "method":  # ... and so is a method, with self left out, if it runs a parameter
+                self.bound[node] = scope.parent.prefix + node.name.value
         elif scope.parent.kind == "module":
             self.functions[node.name.value] = node
 
@@ -553,6 +565,8 @@ class EntryUses(Collector):
         functions = tuple(self._function(node, node.name.value, node.name.value in local)
                           for node in self.functions.values())
         functions += tuple(self._function(node, name, False) for node, name in self.statics.items())
+        functions += tuple(summary for summary in (self._function(node, name, False, bound=True)
+                                                   for node, name in self.bound.items()) if summary.runs)
         return {"_bodies": bodies, "functions": functions}  # all: a name that is a function is no module
 
     def _body(self, node: cst.FunctionDef, kind: str, scan: MethodScan) -> MethodBody:
@@ -562,23 +576,31 @@ class EntryUses(Collector):
         attrs.extend((name, tuple(Source(SRC_ELEMENT, ref) for ref in scan.built_in([cst.Arg(value)])))
                      for name, value in scan.elements)
         abstract = _is_abstract(node, self.walk.names.decorators(node))
+        builds = list(scan.builds)
+        if kind == "classmethod" and node.returns is not None:  # a factory's declared class, first
+            builds.insert(0, self.walk.names.annotation_ref(node.returns))
         return MethodBody(kind, self._located(node, kind, scan.uses), tuple(dict.fromkeys(scan.returns)),
-                          tuple(attrs), node in self.generators, abstract, tuple(dict.fromkeys(scan.builds)),
+                          tuple(attrs), node in self.generators, abstract, tuple(b for b in dict.fromkeys(builds) if b),
                           node.asynchronous is not None)
 
-    def _function(self, fn: cst.FunctionDef, name: str, locate: bool) -> FunctionFacts:
+    def _function(self, fn: cst.FunctionDef, name: str, locate: bool, bound: bool = False) -> FunctionFacts:
         """A module-level function's summary: for each parameter it uses as a module, its body read
         with that parameter standing for self (so SpeechT5's ``_generate_speech(self, ...)`` and
-        ``generate_fn(model=self.model)`` are read once, where they are defined)."""
+        ``generate_fn(model=self.model)`` are read once, where they are defined). ``bound``: a
+        method, whose ``self`` is left out and whose parameters count only if it calls them, calls
+        their methods or iterates them (``self._run(self.head, x)``: ``def _run(self, module, x)``);
+        handing a parameter on, which every method does with its tensors, would read them all."""
         params = fn.params
-        every = [*params.posonly_params, *params.params, *params.kwonly_params]
+        every = [*params.posonly_params, *params.params, *params.kwonly_params][1 if bound else 0:]
         names = [p.name.value for p in every]
         # `pretrained=False`, `depth: int`: flags and numbers are never modules, whatever they are handed to
         plain = {p.name.value for p in every if isinstance(p.default, _NOT_MODULE_NODES) or (
             isinstance(p.default, cst.Name) and p.default.value in ("True", "False")) or (
             p.annotation is not None and isinstance(p.annotation.annotation, cst.Name)
             and p.annotation.annotation.value in PLAIN_TYPES)}
-        candidates, returned = _module_candidates(fn, set(names) - plain)
+        candidates, returned = _module_candidates(fn, set(names) - plain, handed_on=not bound)
+        if bound:
+            returned = []  # what a method returns is its MethodFacts' to say
         runs = []
         builds: list[str] = []
         for index, param in enumerate(names):
@@ -599,8 +621,8 @@ class EntryUses(Collector):
             for node in returned:
                 scan.on_return(node)
             builds.extend(scan.builds)
-        if fn.returns is not None:
-            builds.append(self.walk.names.annotation_ref(fn.returns))
+        if fn.returns is not None:  # the declared class first: factories return it in the common case
+            builds.insert(0, self.walk.names.annotation_ref(fn.returns))
         return FunctionFacts(name, tuple(names), tuple(runs), tuple(b for b in dict.fromkeys(builds) if b))
 
     def _located(self, fn: cst.FunctionDef, kind: str, uses: list[tuple[cst.CSTNode, Use]]) -> tuple[Use, ...]:
@@ -623,9 +645,11 @@ class EntryUses(Collector):
         )
 
 
-def _module_candidates(fn: cst.FunctionDef, params: set[str]) -> tuple[set[str], list[cst.Return]]:
-    """Parameters the body may use as modules (called, a method of them called, iterated or
-    handed to another call), and its return statements: one cheap pass before the real scans."""
+def _module_candidates(fn: cst.FunctionDef, params: set[str],
+                       handed_on: bool = True) -> tuple[set[str], list[cst.Return]]:
+    """Parameters the body may use as modules (called, a method of them called, iterated or, with
+    ``handed_on``, handed to another call), and its return statements: one cheap pass before the
+    real scans."""
     found: set[str] = set()
     returns: list[cst.Return] = []
     stack: list[cst.CSTNode] = [fn.body]
@@ -638,7 +662,7 @@ def _module_candidates(fn: cst.FunctionDef, params: set[str]) -> tuple[set[str],
             root = split_chain(node.func)[0]  # type: ignore[attr-defined]
             if isinstance(root, cst.Name) and root.value in params:
                 found.add(root.value)
-            for arg in node.args:  # type: ignore[attr-defined]
+            for arg in node.args if handed_on else ():  # type: ignore[attr-defined]
                 inner = split_chain(arg.value)[0]
                 if isinstance(inner, cst.Name) and inner.value in params:
                     found.add(inner.value)

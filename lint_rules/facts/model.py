@@ -131,7 +131,7 @@ class WrapSite:
     """A statement that sets up a model for distributed execution: ``model = fabric.setup(model)``,
     ``fully_shard(model)``, ``ddp = DDP(model)``, ``FSDP(model)``; one per set-up variable."""
 
-    kind: str  # "fabric", "fsdp2", "ddp" or "fsdp1"
+    kind: str  # "fabric", "fsdp2", "ddp", "fsdp1" or "accelerate" (DDP, FSDP1 or FSDP2 as launched)
     var: str  # the variable that holds the set-up model afterwards: "model", "self.model"
     cls: str  # the model's class as a dotted reference resolved through imports ("" if unknown)
     line: int  # first line of the statement

@@ -3,13 +3,17 @@
 Follows each model variable through the statements of its scope (in order):
 
 * built: ``model = GPT(...)``, ``GPT.from_pretrained(...)``, an annotation (``model: GPT = ...``);
+  through the ``Module`` methods that return the module itself (``GPT(cfg).eval()``,
+  ``model = model.to(device)``) and ``torch.compile``, whose result forwards attribute access to
+  the module it compiles;
 * set up (``WrapSite``): ``fabric.setup(...)`` / ``fabric.setup_module(...)`` (tuple targets such
   as ``model, opt = fabric.setup(model, opt)`` pair with the positional arguments),
   ``DistributedDataParallel(...)`` / ``FullyShardedDataParallel(...)`` (any import alias), and
-  FSDP2's ``fully_shard(model)``; ``runtime_shim``'s ``guard(DDP(model))`` sets up like
-  ``DDP(model)``. A receiver counts as a Fabric if its name contains "fabric" or it was assigned
-  ``...Fabric(...)``;
-* copied: ``net = model``, ``inner = ddp.module``; stored on ``self`` in one method
+  FSDP2's ``fully_shard(model)``, accelerate's ``accelerator.prepare(...)`` /
+  ``prepare_model(...)`` (paired like ``fabric.setup``); ``runtime_shim``'s ``guard(DDP(model))``
+  sets up like ``DDP(model)``. A receiver counts as a Fabric (an Accelerator) if its name contains
+  "fabric" ("accelerator") or it was assigned ``...Fabric(...)`` (``...Accelerator(...)``);
+* copied: ``net = model``, ``inner = ddp.module``, ``accelerator.unwrap_model(model)``; stored on ``self`` in one method
   (``self.model = fabric.setup(model)``) and used in another (``self.model.generate(...)``);
   passed to a function of the same file (``evaluate(fmodel)``, whose parameter is then followed);
 * marked (``Mark``): ``model.mark_forward_method("generate")``, ``mark_forward_method(model,
@@ -32,12 +36,17 @@ from lint_rules import contract
 from lint_rules.facts.model import Mark, WrapSite, WrappedCall
 from lint_rules.facts.traversal import Collector, Scope
 from lint_rules.facts.walk import dotted_name, string_value
-from lint_rules.vocabulary import MARK_NAME_KEYWORDS, SETUP_METHODS, WRAPPER_CLASSES
+from lint_rules.positions import code_line
+from lint_rules.facts.model import COMPILE
+from lint_rules.vocabulary import (ACCELERATE_PREPARE, ACCELERATE_UNWRAP, MARK_NAME_KEYWORDS, MODULE_RETURNS_SELF,
+                                   SETUP_METHODS, WRAPPER_CLASSES)
 
 _TRIGGER = re.compile(r"\.setup(?:_module)?\s*\(|fully_shard\s*\(|DistributedDataParallel|FullyShardedDataParallel"
+                      r"|\.prepare(?:_model)?\s*\("
                       rf"|\bDDP\b|\bFSDP\b|{contract.MARK_METHOD_CALL}|{contract.FSDP_REGISTER_CALL}")
-#: Calls that return the wrapper they are given: ``ddp = guard(DDP(model))`` sets up like ``DDP(model)``.
-_PASS_THROUGH = frozenset({f"{contract.DECORATOR_MODULE}.guard", f"{contract.DECORATOR_MODULE}.api.guard"})
+#: Calls whose result stands for the module they are given: ``ddp = guard(DDP(model))`` sets up like
+#: ``DDP(model)``; ``torch.compile``'s ``OptimizedModule`` forwards attribute access to its module.
+_PASS_THROUGH = frozenset({f"{contract.DECORATOR_MODULE}.guard", f"{contract.DECORATOR_MODULE}.api.guard", COMPILE})
 
 
 @dataclass(frozen=True)
@@ -67,6 +76,7 @@ class _Frame:
 
     values: dict[str, _Value] = field(default_factory=dict)
     fabrics: set[str] = field(default_factory=set)
+    accelerators: set[str] = field(default_factory=set)
     params: dict[str, int] = field(default_factory=dict)  # parameter -> position (self excluded)
 
 
@@ -110,7 +120,8 @@ class ModelFlow(Collector):
         frame = self.frames.get(owner.node)
         if frame is None:  # a function starts with the Fabrics its definer knew
             outer = self._frame(owner.parent) if owner.parent is not None else None
-            frame = self.frames[owner.node] = _Frame(fabrics=set(outer.fabrics) if outer else set())
+            frame = self.frames[owner.node] = _Frame(fabrics=set(outer.fabrics) if outer else set(),
+                                                     accelerators=set(outer.accelerators) if outer else set())
             if isinstance(owner.node, cst.FunctionDef):
                 frame.params = self._params(owner)
         return frame
@@ -129,10 +140,40 @@ class ModelFlow(Collector):
             self.functions.add(node.name.value)
 
     # -- values ----------------------------------------------------------------------------
+    def _same_object(self, expr: cst.BaseExpression) -> cst.BaseExpression:
+        """The expression whose module ``expr`` stands for: through ``Module`` methods that return
+        the module itself (``GPT(cfg).eval()``, ``model.to(device)``) and ``_PASS_THROUGH`` calls."""
+        while isinstance(expr, cst.Call):
+            func = expr.func
+            first = expr.args[0] if expr.args else None
+            if isinstance(func, cst.Attribute) and func.attr.value in MODULE_RETURNS_SELF:
+                expr = func.value
+            elif first is not None and first.keyword is None and not first.star and \
+                    self.walk.names.resolve(dotted_name(func) or "") in _PASS_THROUGH:
+                expr = first.value
+            else:
+                break
+        return expr
+
+    def _path(self, expr: cst.BaseExpression, scope: Scope) -> Optional[str]:
+        """The dotted path of the module ``expr`` stands for (``model``, ``ddp.module``), through
+        ``_same_object``; ``accelerator.unwrap_model(model)`` is ``model.module``."""
+        expr = self._same_object(expr)
+        if isinstance(expr, cst.Call):
+            receiver, _, last = (dotted_name(expr.func) or "").rpartition(".")
+            if last == ACCELERATE_UNWRAP and receiver and expr.args and self._is_accelerator(receiver, scope):
+                inner = self._path(expr.args[0].value, scope)
+                return f"{inner}.module" if inner else None
+            return None
+        return dotted_name(expr)
+
     def _value(self, expr: Optional[cst.BaseExpression], scope: Scope) -> Optional[_Value]:
-        """The value of a dotted expression: ``model``, ``ddp.module``, ``self.model.module``."""
-        text = dotted_name(expr) if expr is not None else None
+        """The value of the module ``expr`` stands for (``_path``)."""
+        text = self._path(expr, scope) if expr is not None else None
         return self._value_of(text, self._frame(scope)) if text else None
+
+    def _is_accelerator(self, receiver: str, scope: Scope) -> bool:
+        return "accelerator" in receiver.rpartition(".")[2].lower() or receiver in self._frame(scope).accelerators
 
     def _value_of(self, text: str, frame: _Frame) -> Optional[_Value]:
         if text in frame.values:
@@ -171,10 +212,9 @@ class ModelFlow(Collector):
             annotation = dotted_name(small.annotation.annotation)
         elif isinstance(small, cst.Expr):
             value = small.value
-        while isinstance(value, cst.Call) and value.args and value.args[0].keyword is None and \
-                self.walk.names.resolve(dotted_name(value.func) or "") in _PASS_THROUGH:
-            value = value.args[0].value
-        if not isinstance(value, cst.Call):
+        if value is not None:
+            value = self._same_object(value)
+        if not isinstance(value, cst.Call) or self._path(value, scope) is not None:
             for target in targets:
                 copied = self._value(value, scope)
                 if copied is None and annotation:
@@ -183,9 +223,18 @@ class ModelFlow(Collector):
             return
         func = dotted_name(value.func) or ""
         receiver, _, last = func.rpartition(".")
-        positional = [a.value for a in value.args if a.keyword is None and not a.star]
+        positional = [self._same_object(a.value) for a in value.args if a.keyword is None and not a.star]
         is_fabric = "fabric" in receiver.rpartition(".")[2].lower() or receiver in frame.fabrics
-        if last in SETUP_METHODS and receiver and is_fabric:
+        kind = ("fabric" if last in SETUP_METHODS and receiver and is_fabric else
+                "accelerate" if last in ACCELERATE_PREPARE and receiver and self._is_accelerator(receiver, scope)
+                else "")
+        if kind == "accelerate" and last == "prepare_model" and _evaluation_only(value):  # moved, not wrapped
+            if targets and positional:
+                cls = self._class_of_arg(positional[0], scope)
+                self._bind(targets[0], self._value(positional[0], scope) or (_Value("model", cls) if cls else None),
+                           scope)
+            return
+        if kind:  # each target pairs with the positional argument in its place
             elements = targets[0].elements if targets and isinstance(targets[0], (cst.Tuple, cst.List)) else None
             pairs = (zip([e.value for e in elements], positional) if elements is not None
                      else zip(targets[:1], positional[:1]))
@@ -193,7 +242,7 @@ class ModelFlow(Collector):
                 cls = self._class_of_arg(arg, scope)
                 var = dotted_name(target)
                 if var is not None:
-                    site = self._site("fabric", var, cls, scope)
+                    site = self._site(kind, var, cls, scope)
                     self._bind(arg, _Value("inner", cls, site), scope)
                     self._bind(target, _Value("wrapped", cls, site), scope)
             return
@@ -215,6 +264,8 @@ class ModelFlow(Collector):
             return
         if last.endswith("Fabric"):
             frame.fabrics.update(dotted_name(t) or "" for t in targets)
+        if last.endswith("Accelerator"):
+            frame.accelerators.update(dotted_name(t) or "" for t in targets)
         for target in targets:
             self._bind(target, _Value("model", annotation or func) if func else None, scope)
 
@@ -262,22 +313,23 @@ class ModelFlow(Collector):
         if method == contract.FSDP_REGISTER_CALL and call.args:
             self._mark(call, call.args[0].value, "fsdp2", call.args[1:], scope)
             return
-        receiver = dotted_name(func.value)
+        receiver = self._path(func.value, scope)
         if receiver is None:
             return
-        value = self._value(func.value, scope)
+        shown = dotted_name(func.value) or _shown(func.value) or receiver  # as written
+        value = self._value_of(receiver, self._frame(scope))
         if value is not None:
-            self._called(value, receiver, func)
+            self._called(value, shown, func)
             return
         root, _, rest = receiver.partition(".")
         self_class = scope.enclosing_class.node if scope.enclosing_class is not None else None
         if self_class is not None and root == scope.self_name and rest:
             attr, _, tail = rest.partition(".")
-            self.self_calls.append((self_class, attr, tail, receiver, func))
+            self.self_calls.append((self_class, attr, tail, shown, func))
         owner = self._owner(scope)
         frame = self._frame(scope)
         if root in frame.params and root not in frame.values and isinstance(owner.node, cst.FunctionDef):
-            self.param_calls.append((owner.node.name.value, frame.params[root], rest, receiver, func))
+            self.param_calls.append((owner.node.name.value, frame.params[root], rest, shown, func))
 
     def _called(self, value: _Value, receiver: str, func: cst.Attribute) -> None:
         if value.kind == "model" or value.site is None:
@@ -326,7 +378,8 @@ class ModelFlow(Collector):
         resolve = self.walk.names.resolve
         sites = tuple(
             WrapSite(kind=site.kind, var=site.var, cls=resolve(site.cls) if site.cls else "",
-                     line=positions[site.statement][0], scope=site.qualname, called=tuple(site.called),
+                     line=code_line(site.statement, positions[site.statement][0]), scope=site.qualname,
+                     called=tuple(site.called),
                      inline=site.inline)
             for site in self.sites)
         calls = tuple(dict.fromkeys(
@@ -338,3 +391,24 @@ class ModelFlow(Collector):
                  value.site if value is not None and value.site is not None and value.kind != "model" else -1)
             for node, (call, name, via, receiver, value) in zip(mark_nodes, self.marks))
         return {"wrap_sites": sites, "wrapped_calls": calls, "marks": marks}
+
+
+def _shown(expr: cst.BaseExpression) -> Optional[str]:
+    """An expression as a message shows it: names and attributes, calls with their arguments
+    elided (``accelerator.unwrap_model(...)``); ``None`` for anything else."""
+    if isinstance(expr, cst.Call):
+        inner = _shown(expr.func)
+        return f"{inner}(...)" if inner is not None else None
+    if isinstance(expr, cst.Attribute):
+        inner = _shown(expr.value)
+        return f"{inner}.{expr.attr.value}" if inner is not None else None
+    return expr.value if isinstance(expr, cst.Name) else None
+
+
+def _evaluation_only(call: cst.Call) -> bool:
+    """``prepare_model(model, evaluation_mode=True)`` (accelerate 1.15.0: the third parameter): the
+    model is moved to its device and not wrapped, whatever the launch configuration."""
+    positional = [a for a in call.args if a.keyword is None and not a.star]
+    flag = next((a.value for a in call.args if a.keyword is not None and a.keyword.value == "evaluation_mode"),
+                positional[2].value if len(positional) > 2 else None)
+    return flag is not None and not (isinstance(flag, cst.Name) and flag.value == "False")

@@ -13,7 +13,7 @@ from typing import Iterator
 
 import libcst as cst
 
-from lint_rules.positions import def_positions, node_positions
+from lint_rules.positions import code_line, def_positions, node_positions
 
 Path_ = tuple[cst.CSTNode, ...]  # ancestors, outermost first
 
@@ -67,11 +67,12 @@ def defs_by_line(module: cst.Module, code: str) -> dict[int, tuple[cst.FunctionD
 
 
 def simple_statements_by_line(module: cst.Module) -> dict[int, tuple[cst.CSTNode, Path_, int]]:
-    """Simple statement lines and one-line suites by their first line."""
+    """Simple statement lines and one-line suites by the line their code starts on (after the
+    blank and comment lines LibCST counts as the statement's ``leading_lines``)."""
     simple = [entry for entry in statements(module)
               if isinstance(entry[0], (cst.SimpleStatementLine, cst.SimpleStatementSuite))]
     lines = node_positions(module, [node for node, _, _ in simple], module)
-    return {lines[node][0]: (node, path, top) for node, path, top in simple if node in lines}
+    return {code_line(node, lines[node][0]): (node, path, top) for node, path, top in simple if node in lines}
 
 
 def parse_for_edit(old: bytes) -> tuple[cst.Module, bytes]:

@@ -52,7 +52,9 @@ class _Insert(cst.CSTTransformer):
 #: Where the registration function of each set-up kind comes from (Fabric's is a method).
 _REGISTER_IMPORTS = {"fsdp2": (FSDP_MODULE, contract.FSDP_REGISTER_CALL),
                      "ddp": (contract.DECORATOR_MODULE, contract.MARK_METHOD_CALL),
-                     "fsdp1": (contract.DECORATOR_MODULE, contract.MARK_METHOD_CALL)}
+                     "fsdp1": (contract.DECORATOR_MODULE, contract.MARK_METHOD_CALL),
+                     # DDP, FSDP1 or FSDP2 as the launch config says: runtime_shim's function takes each
+                     "accelerate": (contract.DECORATOR_MODULE, contract.MARK_METHOD_CALL)}
 
 
 def register_after_sites(path: str, plan: Sequence[tuple[WrapSite, Sequence[str]]]) -> FileFix:

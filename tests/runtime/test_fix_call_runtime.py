@@ -1,5 +1,5 @@
 """``--fix-style call`` is verified by running the fixed program: each script of
-``fixtures/fix_call_runtime`` sets a model up (DDP, FSDP1, FSDP2, Fabric) and calls its unmarked
+``fixtures/fix_call_runtime`` sets a model up (DDP, FSDP1, FSDP2, Fabric, accelerate) and calls its unmarked
 ``generate`` and ``score``; ``fwdlint --fix --fix-style call train_<wrapper>.py``, given the script
 alone (the model's class is in ``model.py``), registers both right after the set-up. The fixed
 script then runs as ``python train_<wrapper>.py`` on 2 gloo ranks, each a fresh interpreter that
@@ -37,6 +37,9 @@ REGISTRATIONS = {
     "fsdp2": ["from torch.distributed.fsdp import fully_shard, register_fsdp_forward_method",
               'register_fsdp_forward_method(model, "generate")', 'register_fsdp_forward_method(model, "score")'],
     "fabric": ['model.mark_forward_method("generate")', 'model.mark_forward_method("score")'],
+    # accelerate's prepare wraps in DDP here (2 CPU processes): runtime_shim's function, as for DDP
+    "accelerate": ["from runtime_shim import mark_forward_method",
+                   'mark_forward_method(model, "generate")', 'mark_forward_method(model, "score")'],
 }
 
 
@@ -106,7 +109,7 @@ def _same(grads: dict[str, list], reference: dict[str, torch.Tensor]) -> bool:
         torch.allclose(torch.tensor(grads[k]), reference[k], atol=1e-5) for k in reference)
 
 
-@pytest.mark.parametrize("wrapper", ["ddp", "fsdp1", "fsdp2", "fabric"])
+@pytest.mark.parametrize("wrapper", ["ddp", "fsdp1", "fsdp2", "fabric", "accelerate"])
 def test_the_call_style_fix_makes_the_script_correct(wrapper: str, tmp_path: Path) -> None:
     script = _project(tmp_path, wrapper)
     _fix(script, wrapper)

@@ -20,10 +20,13 @@ raises at run time. Register the method right after the set-up::
 ``fwdlint --fix`` inserts exactly that line (and its import), in either fix style.
 
 What is followed
-    The model from where it is built (``GPT(...)``, ``GPT.from_pretrained(...)``, an annotation)
-    through its set-up (``fabric.setup``/``setup_module``, tuple unpacking of
-    ``fabric.setup(model, optimizer)``, ``DistributedDataParallel``/``FullyShardedDataParallel``
-    under any import alias, ``fully_shard``), plain copies (``net = model``), ``.module``,
+    The model from where it is built (``GPT(...)``, ``GPT.from_pretrained(...)``, an annotation),
+    through the ``Module`` methods that return the module itself (``GPT(cfg).eval()``,
+    ``model = model.to(device)``, ``DDP(model.cuda())``) and ``torch.compile``, through its set-up
+    (``fabric.setup``/``setup_module``, tuple unpacking of ``fabric.setup(model, optimizer)``,
+    ``DistributedDataParallel``/``FullyShardedDataParallel`` under any import alias,
+    ``fully_shard``, accelerate's ``accelerator.prepare``/``prepare_model``, unpacked the same
+    way), plain copies (``net = model``), ``.module``, ``accelerator.unwrap_model(model)``,
     attributes of a trainer object (``self.model = fabric.setup(model)`` in one method,
     ``self.model.generate()`` in another) and functions of the same file that receive the set-up
     model as an argument. The method must resolve, through the model's class and its bases, to one
@@ -55,7 +58,7 @@ CODE = "FWD002"
 NAME = "unmarked-call-on-wrapped-model"
 
 _SET_UP = {"fabric": "fabric.setup", "fsdp2": "fully_shard", "ddp": "DistributedDataParallel",
-           "fsdp1": "FullyShardedDataParallel"}
+           "fsdp1": "FullyShardedDataParallel", "accelerate": "accelerator.prepare"}
 
 _MODEL = """
 import torch.nn as nn
@@ -132,7 +135,7 @@ def main(fabric, x):
 
 def _fwd001_owns(view: ProjectIndex, owner: ClassRef, method: MethodFacts) -> bool:
     """Does FWD001 report this ``def`` in this project (so FWD002 need not report its calls)?"""
-    if owner.file.path not in view.files or is_suppressed(owner.file.noqa, method.line, "FWD001"):
+    if not view.holds(owner.file.path) or is_suppressed(owner.file.noqa, method.line, "FWD001"):
         return False
     return not method.name.startswith("_") or method.name not in analysis_for(view, owner).called_names()
 

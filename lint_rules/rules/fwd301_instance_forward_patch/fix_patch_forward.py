@@ -58,9 +58,7 @@ def fix_source(path: str, old: bytes, diagnostics: Sequence[Diagnostic]) -> File
     module, tail = parse_for_edit(old)
     code = decode(old)
     lines = split_lines(code)
-    statements = simple_statements_by_line(module)
-    by_line = {line + len(getattr(entry[0], "leading_lines", ())): entry  # the statement's own line
-               for line, entry in statements.items()}
+    by_line = simple_statements_by_line(module)
     chosen: dict[cst.SimpleStatementLine, tuple[cst.Assign, int, int]] = {}
     ancestors: set[cst.CSTNode] = set()
     for diagnostic in diagnostics:
@@ -83,7 +81,7 @@ def fix_source(path: str, old: bytes, diagnostics: Sequence[Diagnostic]) -> File
     targets = {node: _call(assign, edit.reference) for node, (assign, _, _) in chosen.items()}
     new_module = edit.module.visit(_Rewrite(targets, ancestors))
     may_change = set(edit.may_change) | {line for _, _, line in chosen.values()}
-    own_lines = {node: line + len(node.leading_lines) for line, (node, path, _) in statements.items()
+    own_lines = {node: line for line, (node, path, _) in by_line.items()
                  if not path and isinstance(node, cst.SimpleStatementLine)}
     for binding in sorted({_method_type_binding(assign) for assign, _, _ in chosen.values()} - {None}):
         removal = remove_unused_import(new_module, module, own_lines, "types", *binding, inserted=edit.inserted,
