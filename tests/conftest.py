@@ -49,6 +49,28 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(pytest.mark.xdist_group("ranks"))
 
 
+def _caches_in_fixtures() -> list[str]:
+    return sorted(str(p.relative_to(ROOT)) for p in (ROOT / "fixtures").rglob(".fwdlint_cache"))
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    session.config.stash[_CACHES_BEFORE] = _caches_in_fixtures()
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    """Fixture tests run on copies: a test that lints ``fixtures/`` in place (and leaves a facts
+    cache there) fails the run, named by what it left (the controller checks, once)."""
+    if hasattr(session.config, "workerinput"):
+        return
+    left = sorted(set(_caches_in_fixtures()) - set(session.config.stash.get(_CACHES_BEFORE, [])))
+    if left:
+        print(f"\na test wrote a facts cache into fixtures/ (lint a copy instead): {', '.join(left)}")
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
+_CACHES_BEFORE = pytest.StashKey[list]()
+
+
 # -- acting as "nobody" ------------------------------------------------------------------------------
 # The checkout, its .venv and even the interpreter may sit under a mode-700 home directory that uid
 # 65534 cannot search. So the code under test and the packages it needs are copied into a fresh

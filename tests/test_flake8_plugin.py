@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import shutil
 from pathlib import Path
 
 import pytest
@@ -94,8 +95,9 @@ def test_flake8_select_fwd_is_not_green_on_an_unparsable_file(tmp_path: Path) ->
     assert run_flake8(tmp_path, "--select", "W", "broken.py").returncode == 0
 
 
-def test_flake8_reads_options_from_config() -> None:
-    rows = flake8_rows(run_flake8(FIXTURES / "fwd001" / "configured", "--select", "FWD", "."))
+def test_flake8_reads_options_from_config(tmp_path: Path) -> None:
+    shutil.copytree(FIXTURES / "fwd001" / "configured", tmp_path / "configured")  # its cache goes there
+    rows = flake8_rows(run_flake8(tmp_path / "configured", "--select", "FWD", "."))
     assert [(p, r) for p, r, *_ in rows] == [("model.py", 8)]
 
 

@@ -40,7 +40,7 @@ FIXTURES = os.path.join(ROOT, "fixtures")
 
 
 def _lint(cwd: str, *paths: str) -> list[dict[str, Any]]:
-    proc = subprocess.run([sys.executable, "-m", "lint_rules.cli", "--format", "json", *paths],
+    proc = subprocess.run([sys.executable, "-m", "lint_rules.cli", "--format", "json", "--no-cache", *paths],
                           cwd=cwd, capture_output=True, text=True, timeout=120)
     report = json.loads(proc.stdout)
     assert report["errors"] == [], report["errors"]

@@ -86,7 +86,7 @@ def test_runtime_verdict(symbol: str) -> None:
 
 
 def _lint_verdicts() -> dict[str, str]:
-    proc = subprocess.run([sys.executable, "-m", "lint_rules.cli", "--format", "json", FIXTURE],
+    proc = subprocess.run([sys.executable, "-m", "lint_rules.cli", "--format", "json", "--no-cache", FIXTURE],
                           cwd=ROOT, capture_output=True, text=True, timeout=120)
     report = json.loads(proc.stdout)
     assert report["errors"] == [], report["errors"]
