@@ -91,6 +91,10 @@ RUN_KEYWORDS = frozenset({"func", "fn", "function", "f", "module", "model", "mod
 COPY_FUNCS = frozenset({"deepcopy", "weight_norm", "spectral_norm"})
 #: ``copy.deepcopy`` resolved through imports, or imported bare (CPython 3.11 copy.py).
 DEEPCOPY = frozenset({"copy.deepcopy", "deepcopy"})
+#: accelerate 1.15.0 big_modeling.py: ``init_empty_weights()`` builds parameters on meta,
+#: ``init_on_device(device)`` on the device given; matched by last name under ``accelerate``
+#: (re-exported from the package root).
+ACCELERATE_META_CONTEXTS = frozenset({"init_empty_weights", "init_on_device"})
 
 # -- Python (CPython 3.11) ----------------------------------------------------------------------
 
@@ -110,6 +114,10 @@ SETATTR = frozenset({"setattr", "object.__setattr__"})
 CLASS_NAME_ATTRIBUTES = ("__name__", "__qualname__")
 #: Methods Python makes class methods implicitly (no ``@classmethod``): their first argument is a class.
 IMPLICIT_CLASSMETHODS = frozenset({"__init_subclass__", "__class_getitem__"})
+#: Python 3.11's metaclasses (``type`` and the standard library's that derive from it): the first
+#: argument of a method of a class deriving from one is a class (a metaclass of a metaclass of the
+#: project is not followed).
+METACLASSES = frozenset({"type", "builtins.type", "abc.ABCMeta", "enum.EnumMeta", "enum.EnumType"})
 #: Annotations that say a parameter is a class (``cls: type``), resolved or bare.
 TYPE_ANNOTATIONS = frozenset({"type", "typing.Type", "Type"})
 #: Python's descriptors that change what a decorated ``def`` is (not an instance method): the

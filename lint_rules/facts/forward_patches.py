@@ -35,7 +35,7 @@ from lint_rules.facts.model import ForwardPatch
 from lint_rules.facts.traversal import Collector, Scope
 from lint_rules.facts.walk import dotted_name, string_value
 from lint_rules.vocabulary import (
-    CLASS_NAME_ATTRIBUTES, IMPLICIT_CLASSMETHODS, METHOD_TYPE, PARTIAL, SETATTR, TYPE_ANNOTATIONS,
+    CLASS_NAME_ATTRIBUTES, IMPLICIT_CLASSMETHODS, METACLASSES, METHOD_TYPE, PARTIAL, SETATTR, TYPE_ANNOTATIONS,
 )
 
 _TRIGGER = re.compile(r"""\.forward\s*=[^=]|["']forward["']|__(?:qual)?name__\s*=[^=]|__dict__\[\w+\]\s*=[^=]""")
@@ -93,7 +93,8 @@ class ForwardPatches(Collector):
             decorators = {d.rpartition(".")[2] for d in names.decorators(node)}
             if "staticmethod" not in decorators:
                 first = params[0].name.value
-                if "classmethod" in decorators or node.name.value in IMPLICIT_CLASSMETHODS:
+                if "classmethod" in decorators or node.name.value in IMPLICIT_CLASSMETHODS or \
+                        self._metaclass(scope.parent.node):
                     known[first] = CLASS
                 else:
                     known[first] = "self:" + scope.parent.prefix.removesuffix(".")
@@ -125,7 +126,18 @@ class ForwardPatches(Collector):
         else:
             known.pop(name, None)
 
+    def _metaclass(self, node: cst.CSTNode) -> bool:
+        """A class deriving from ``type`` (``class _LossMeta(abc.ABCMeta)``): its methods' first
+        argument is a class being made, and ``cls.forward = ...`` patches that class."""
+        return isinstance(node, cst.ClassDef) and any(
+            self.walk.names.resolve(dotted_name(base.value) or "") in METACLASSES for base in node.bases)
+
     def _receiver_type(self, receiver: Optional[cst.BaseExpression], scope: Scope) -> str:
+        if isinstance(receiver, cst.Subscript):  # self._refs[i]: an element of a container attribute
+            owner, me, text = scope.enclosing_class, scope.self_name, dotted_name(receiver.value)
+            if owner is None or me is None or text is None or not text.startswith(f"{me}.") or text.count(".") != 1:
+                return ""
+            return f"element:{owner.prefix.removesuffix('.')}.{text.split('.', 1)[1]}"
         if not isinstance(receiver, cst.Name):
             return ""
         current: Optional[Scope] = scope.function

@@ -192,7 +192,7 @@ class ForwardPatch:
     simple: bool = False  # exactly `<r>.forward = MethodType(<name>, <r>)`, alone on its line
     # What the receiver is, when the file tells: "class" (``cls`` of a classmethod, ``type(x)``, an
     # annotation ``type[...]``), "self:<Class>" (the method's own instance), "ref:<dotted>" (built by
-    # that class, or annotated with it); "" if unknown.
+    # that class, or annotated with it), "element:<Class>.<attr>" (``self.<attr>[i]``); "" if unknown.
     receiver_type: str = ""
     slot: int = -1  # "helper": the position of the "forward" argument in the call
 

@@ -114,6 +114,29 @@ def test_fwd101_reports_exactly_the_meta_submodules() -> None:
     assert static == runtime
 
 
+def test_fwd101_forms_real_code_writes_report_exactly_the_meta_submodules() -> None:
+    """``fixtures/fwd101/registered_forms.py``: locals, device variables, add_module and the other
+    registrations, accelerate's contexts (accelerate installed), set_default_device."""
+    fixture = _load(os.path.join(FIXTURES, "fwd101", "registered_forms.py"), "fwd101_registered_forms")
+    runtime = {}
+    for name, build in {"Model": lambda: fixture.Model(fixture.Block()), "DefaultDevice": fixture.DefaultDevice,
+                        "Silent": fixture.Silent}.items():
+        model = build()
+        runtime[name] = _meta_children(model)
+        if runtime[name]:
+            with pytest.raises(NotImplementedError, match="Cannot copy out of meta tensor"):
+                model.to("cpu")
+        else:
+            model.to("cpu")
+    fixture.deferred()  # a whole model built empty, then materialised: fine
+    static: dict[str, set[str]] = {name: set() for name in runtime}
+    for d in _lint(os.path.join(FIXTURES, "fwd101"), "registered_forms.py"):
+        cls, _, attr = d["symbol"].partition(".")
+        static.setdefault(cls, set()).add(attr)
+    assert static == runtime
+    assert len(runtime["Model"]) == 14 and runtime["Silent"] == set()
+
+
 # -- FWD301 --------------------------------------------------------------------------------
 
 class _PatchTracer:
@@ -163,21 +186,26 @@ def test_fwd301_receivers_and_helpers() -> None:
     fixture = _load(path, "fwd301_receivers")
     model = nn.Linear(2, 2)
     hooked = fixture.Hooked()
-    tracer = _PatchTracer([model, hooked], [fixture.Hooked, nn.Linear], path,
-                          {"apply", "install", "use_fast", "__init_subclass__", "__init__"})
+    registry = fixture.Registry(model)
+    registry.add()
+    registry.add()
+    tracer = _PatchTracer([model, hooked, registry._blocks[0]], [fixture.Hooked, nn.Linear], path,
+                          {"apply", "install", "use_fast", "__init_subclass__", "__init__", "remove"})
     sys.settrace(tracer.trace)
     try:
         type("Sub", (fixture.Hooked,), {})  # runs __init_subclass__
         fixture.Hooked.install()
         hooked.use_fast()
         fixture.apply(model, nn.Linear, nn.Linear, nn.Linear)
+        registry.remove(0)  # a plain reference's forward, then a module's
+        fixture.PatchingMeta("Made", (), {})  # patches the class it makes
     finally:
         sys.settrace(None)
     runtime = {line for line, effects in tracer.effects.items() if effects & {"instance", "rename"}}
     class_lines = {line for line, effects in tracer.effects.items() if "class" in effects}
     reported = {d["line"] for d in _lint(os.path.join(FIXTURES, "fwd301"), "receivers.py")}
     # Sub, patched by __init_subclass__, is made by the test and not watched: 5 class lines, not 6
-    assert len(runtime) == 4 and len(class_lines) == 5, (runtime, class_lines)
+    assert len(runtime) == 5 and len(class_lines) == 5, (runtime, class_lines)
     assert reported == runtime
 
 
