@@ -76,6 +76,7 @@ class ForwardPatches(Collector):
         super().__init__(walk)
         self.found: list[_Patch] = []
         self.types: dict[cst.CSTNode, dict[str, str]] = {}  # function -> local name -> receiver type
+        self.saved: dict[tuple[cst.CSTNode, str], str] = {}  # (function, local) -> receiver of the forward it saved
         self.setters: list[tuple[str, int, int]] = []
 
     @classmethod
@@ -114,10 +115,19 @@ class ForwardPatches(Collector):
             return CLASS
         return "ref:" + self.walk.names.annotation_ref(annotation) if ref else ""
 
+    def _saved(self, scope: Scope, name: str) -> Optional[str]:
+        """The receiver whose ``forward`` ``name`` saved (``orig = m.forward``), if it did."""
+        function = scope.function
+        return self.saved.get((function.node, name)) if function is not None else None
+
     def _bind(self, scope: Scope, name: str, value: cst.BaseExpression) -> None:
         function = scope.function
         if function is None:
             return
+        if isinstance(value, cst.Attribute) and value.attr.value == "forward" and dotted_name(value.value):
+            self.saved[(function.node, name)] = dotted_name(value.value) or ""
+        else:
+            self.saved.pop((function.node, name), None)
         known = self.types.setdefault(function.node, {})
         if _instance_of_type(value) is not None:
             known[name] = CLASS
@@ -161,6 +171,9 @@ class ForwardPatches(Collector):
                 if _instance_of_type(target.value) is not None:
                     continue  # the class itself is patched
                 form, function = self._form(node.value)
+                saved = self._saved(scope, node.value.value) if isinstance(node.value, cst.Name) else None
+                if saved is not None and saved == dotted_name(target.value):
+                    form, function = "restore", node.value.value  # m.forward = orig, after orig = m.forward
                 simple = (form == "MethodType" and len(node.targets) == 1 and bool(function)
                           and self._bound_to(node.value) == dotted_name(target.value) is not None
                           and not self.walk.inline and isinstance(self.walk.statement, cst.SimpleStatementLine)

@@ -181,7 +181,7 @@ class InitCall:
 class ForwardPatch:
     """FWD301: ``forward`` rebound on an object, or a class renamed through an instance."""
 
-    form: str  # "MethodType", "__get__", "partial", "assign", "setattr", "__dict__", "rename"
+    form: str  # "MethodType", "__get__", "partial", "assign", "restore", "setattr", "__dict__", "rename"
     receiver: str  # the object as written ("m", "self.model"); "" if not a dotted name
     receiver_ref: str  # the receiver resolved through imports and top-level classes ("" if none)
     line: int

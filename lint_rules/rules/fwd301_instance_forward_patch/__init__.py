@@ -200,6 +200,10 @@ def _sets_forward(view: ProjectIndex, facts: FileFacts, patch: ForwardPatch) -> 
 
 def message(patch: ForwardPatch) -> str:
     receiver = patch.receiver or "obj"
+    if patch.form == "restore":  # the end of a swap: what it puts back is an instance attribute too
+        return (f"{receiver}.forward = {patch.function} restores the saved bound method as an instance attribute: "
+                f"{receiver} keeps an instance forward after the swap, which forward-routing wrappers collide with; "
+                f"when the saved one was the class's, restore with `del {receiver}.forward`")
     if patch.form == "rename":
         name = patch.at if patch.at in ("__name__", "__qualname__") else "__name__"
         return (f"renaming a class through an instance (type({receiver}).{name} = ...) renames the "
