@@ -7,9 +7,11 @@
   ``with <x>.init_module(...)`` or ``with _EmptyInit(...)`` (``devices.init_context``), in any
   scope, nested definitions left out. A local variable bound to ``torch.compile(...)`` earlier in
   the same function is marked ``local``; ``self.<name>(...)`` keeps ``self`` as written-for-the-rule.
-* ``init_calls`` without a context: the calls of ``self.<name>(...)`` and of plain names made by
-  each class's ``__init__`` and ``configure_model`` and by the helper methods they reach through
-  ``self.<name>(...)``, so the rule can follow construction to a compiled call. Their positions are
+* ``init_calls`` without a context: the calls of ``self.<name>(...)`` and of names (torch's left
+  out) made by each class's ``__init__`` and ``configure_model`` and by the helper methods they
+  reach through ``self.<name>(...)``, so the rule can follow construction, into the classes built
+  there too, to a compiled call. A context may be held in a variable (``ctx =
+  fabric.init_module(); with ctx:``). Their positions are
   computed only in files that mention ``compile`` (elsewhere ``line`` is 0: such a call is an edge
   of a chain, or a call of a compiled function of another file, shown without its line).
 """
@@ -61,6 +63,7 @@ class InitContexts(Collector):
         self.locals: dict[cst.CSTNode, set[str]] = {}  # function -> local names bound to torch.compile
         self.calls: list[_Call] = []
         self.seen: set[cst.Call] = set()  # calls already recorded inside a context
+        self.contexts: dict[tuple[Optional[cst.CSTNode], str], str] = {}  # (function, name) -> the context it holds
 
     def wants_expressions(self, scope: Scope) -> bool:
         return scope.method is not None
@@ -69,6 +72,13 @@ class InitContexts(Collector):
         return isinstance(expr, cst.Call) and self.walk.names.resolve(dotted_name(expr.func) or "") == COMPILE
 
     def on_assign(self, node: cst.Assign, scope: Scope) -> None:
+        context = init_context(node.value, self.walk.names)
+        if context is not None:  # ctx = fabric.init_module(empty_init=True); with ctx: ...
+            function = scope.function
+            for target in node.targets:
+                if isinstance(target.target, cst.Name):
+                    self.contexts[(function.node if function else None, target.target.value)] = context
+            return
         if not self._is_compile(node.value):
             return
         for target in node.targets:
@@ -83,8 +93,17 @@ class InitContexts(Collector):
         if scope.kind == "module" and COMPILE in self.walk.names.decorators(node):
             self.compiled.append(node.name.value)
 
+    def _held(self, item: cst.BaseExpression, scope: Scope) -> Optional[str]:
+        """The context a name holds (``with ctx:``), bound in this function or at module level."""
+        function = scope.function
+        if not isinstance(item, cst.Name):
+            return None
+        return self.contexts.get((function.node if function else None, item.value)) or self.contexts.get(
+            (None, item.value))
+
     def on_with(self, node: cst.With, scope: Scope) -> None:
-        context = next((c for c in (init_context(i.item, self.walk.names) for i in node.items) if c), None)
+        context = next((c for c in (init_context(i.item, self.walk.names) or self._held(i.item, scope)
+                                    for i in node.items) if c), None)
         if context is None:
             return
         me = scope.self_name
@@ -114,10 +133,10 @@ class InitContexts(Collector):
             if not rest or "." in rest:
                 return
             callee = f"self.{rest}"
-        elif not context and "." in text:
-            return  # outside contexts only plain names matter (module-level compiled functions)
         else:
             callee = text if root in local else self.walk.names.resolve(text)
+            if not context and callee.split(".", 1)[0] == "torch":
+                return  # outside contexts: compiled functions and the classes __init__ builds, never torch's
         last = func.attr if isinstance(func, cst.Attribute) else func
         self.calls.append(_Call(_qualname(scope), callee, last, context, root in local))
 

@@ -13,8 +13,9 @@ Follows each model variable through the statements of its scope (in order):
   ``prepare_model(...)`` (paired like ``fabric.setup``); ``runtime_shim``'s ``guard(DDP(model))``
   sets up like ``DDP(model)``. A receiver counts as a Fabric (an Accelerator) if its name contains
   "fabric" ("accelerator") or it was assigned ``...Fabric(...)`` (``...Accelerator(...)``);
-* copied: ``net = model``, ``inner = ddp.module``, ``accelerator.unwrap_model(model)``; stored on ``self`` in one method
-  (``self.model = fabric.setup(model)``) and used in another (``self.model.generate(...)``);
+* copied: ``net = model``, ``inner = ddp.module``, ``accelerator.unwrap_model(model)``; stored on
+  ``self`` in one method (``self.model = fabric.setup(model)``) and used in another
+  (``self.model.generate(...)``);
   passed to a function of the same file (``evaluate(fmodel)``, whose parameter is then followed);
 * marked (``Mark``): ``model.mark_forward_method("generate")``, ``mark_forward_method(model,
   model.generate)`` (``runtime_shim``), ``register_fsdp_forward_method(model, "generate")``;
@@ -33,11 +34,10 @@ from typing import Any, Optional
 import libcst as cst
 
 from lint_rules import contract
-from lint_rules.facts.model import Mark, WrapSite, WrappedCall
+from lint_rules.facts.model import COMPILE, Mark, WrapSite, WrappedCall
 from lint_rules.facts.traversal import Collector, Scope
 from lint_rules.facts.walk import dotted_name, string_value
 from lint_rules.positions import code_line
-from lint_rules.facts.model import COMPILE
 from lint_rules.vocabulary import (ACCELERATE_PREPARE, ACCELERATE_UNWRAP, MARK_NAME_KEYWORDS, MODULE_RETURNS_SELF,
                                    SETUP_METHODS, WRAPPER_CLASSES)
 

@@ -24,8 +24,10 @@ What is reported
       under ``@torch.compile``, an attribute ``self.x = torch.compile(...)`` of the enclosing
       class, or a method decorated with ``@torch.compile``.
     * Constructing a class, or ``Cls.load_from_checkpoint(...)``, inside one of those contexts when
-      the class's ``__init__`` (through its helper methods, any depth, bases included) calls
-      something compiled: reported at the construction, with the chain.
+      the class's ``__init__`` (through its helper methods and the classes they build, any depth,
+      bases included) calls something compiled: reported at the construction, with the chain
+      (``Task.__init__ -> Trunk.__init__ -> Stem.__init__ -> self.conv(...) at line N``). The
+      context may be held in a variable (``ctx = fabric.init_module(); with ctx:``).
     * A LightningModule's ``configure_model`` that calls something compiled (directly or through
       helper methods): the Trainer always runs it inside ``_EmptyInit``.
 
@@ -171,14 +173,15 @@ def _shown(call: InitCall) -> str:
     return f"{call.callee}(...) at line {call.line}" if call.line else f"{call.callee}(...)"
 
 
-def reaches_compiled(view: ProjectIndex, ref: ClassRef, method: str, seen: Optional[set[str]] = None,
+def reaches_compiled(view: ProjectIndex, ref: ClassRef, method: str, seen: Optional[set[tuple]] = None,
                      depth: int = 0) -> Optional[list[str]]:
-    """The chain from ``method`` to a compiled call (``["_probe", "self.block(...) at line 9"]``)."""
+    """The chain from ``method`` to a compiled call (``["_probe", "self.block(...) at line 9"]``),
+    through helper methods and the classes they build (``["Trunk.__init__", "Stem.__init__", ...]``)."""
     seen = set() if seen is None else seen
     owner = _owner(view, ref, method)
-    if owner is None or method in seen or depth > MAX_DEPTH:
+    if owner is None or (ref.key, method) in seen or depth > MAX_DEPTH:
         return None
-    seen.add(method)
+    seen.add((ref.key, method))
     scope = f"{owner.cls.qualname}.{method}"
     for call in owner.file.init_calls:
         if call.scope != scope:
@@ -192,6 +195,11 @@ def reaches_compiled(view: ProjectIndex, ref: ClassRef, method: str, seen: Optio
                 return [name, *deeper]
         elif _compiled_name(view, owner.file, call.callee):
             return [_shown(call)]
+        else:  # a class built here: its constructor runs here too
+            built = view.find_class(call.callee, owner.file)
+            deeper = reaches_compiled(view, built, "__init__", seen, depth + 1) if built is not None else None
+            if built is not None and deeper is not None:
+                return [f"{built.cls.qualname}.__init__", *deeper]
     return None
 
 
