@@ -29,11 +29,6 @@ def is_meta(expr: cst.BaseExpression, names: Names) -> bool:
     return False
 
 
-def meta_keyword(call: cst.Call, names: Names) -> bool:
-    """Is the call given ``device="meta"`` (or ``device=torch.device("meta")``)?"""
-    return any(a.keyword is not None and a.keyword.value == "device" and is_meta(a.value, names) for a in call.args)
-
-
 def init_context(expr: cst.BaseExpression, names: Names) -> Optional[str]:
     """How a ``with`` item that changes module initialisation is shown, or None."""
     if is_meta(expr, names) and isinstance(expr, cst.Call):
