@@ -165,8 +165,8 @@ class MetaSubmodules(Collector):
         if owner is None or me is None:
             return
         name = func.attr.value if isinstance(func, cst.Attribute) else dotted_name(func) or ""
-        if self.walk.names.resolve(name if isinstance(func, cst.Name) else dotted_name(func) or "") == \
-                "torch.set_default_device" and call.args and scope.method is not None:
+        if self.walk.names.resolve(dotted_name(func) or "") == "torch.set_default_device" and call.args \
+                and scope.method is not None:
             (self.default_meta.add if self._is_meta(call.args[0].value, scope)
              else self.default_meta.discard)(scope.method)
             return
@@ -194,7 +194,7 @@ class MetaSubmodules(Collector):
         if name == "to" and isinstance(func.value, cst.Name) and scope.method is not None:
             found = self._on_meta(call, scope)  # local.to("meta") in place
             if found is not None:
-                self.locals[(scope.method, func.value.value)] = (found[0], self._local_class(func.value, scope))
+                self.locals[(scope.method, func.value.value)] = (found[0], self._param_class(func.value, scope))
             return
         self._materialise(call, scope)
 
@@ -214,13 +214,11 @@ class MetaSubmodules(Collector):
         else:
             return
         me, owner = scope.self_name, scope.enclosing_class
-        text = dotted_name(func.value)
-        if isinstance(func.value, cst.Name) and text != me and scope.method is not None:
+        attr = "" if dotted_name(func.value) == me else self._self_attr(func.value, scope)
+        if isinstance(func.value, cst.Name) and attr is None and scope.method is not None:
             self.locals.pop((scope.method, func.value.value), None)
-        elif owner is not None and text == me:
-            self.materialised.add((owner.prefix.removesuffix("."), ""))
-        elif owner is not None and text is not None and text.startswith(f"{me}.") and text.count(".") == 1:
-            self.materialised.add((owner.prefix.removesuffix("."), text.split(".", 1)[1]))
+        elif owner is not None and attr is not None:
+            self.materialised.add((owner.prefix.removesuffix("."), attr))
 
     # -- values --------------------------------------------------------------------------------
     def _self_attr(self, expr: cst.BaseExpression, scope: Scope) -> Optional[str]:
@@ -282,19 +280,19 @@ class MetaSubmodules(Collector):
         me = scope.self_name or ""
         if isinstance(expr, cst.Call) and self.walk.names.resolve(dotted_name(expr.func) or "") in DEEPCOPY:
             expr = expr.args[0].value if expr.args else expr
-        text = dotted_name(expr)
-        if text == me:
+        if dotted_name(expr) == me:
             return "self"
-        if text is not None and text.startswith(me + ".") and text.count(".") == 1:
-            return "self." + text.split(".", 1)[1]
+        attr = self._self_attr(expr, scope)
+        if attr is not None:
+            return f"self.{attr}"
         if isinstance(expr, cst.Name):
-            return self._local_class(expr, scope)
+            return self._param_class(expr, scope)
         if isinstance(expr, cst.Call):
             ref = self.walk.names.resolve(dotted_name(expr.func) or "")
             return ref if ref and ref.split(".", 1)[0] != me else ""
         return ""
 
-    def _local_class(self, name: cst.Name, scope: Scope) -> str:
+    def _param_class(self, name: cst.Name, scope: Scope) -> str:
         """The class a parameter is annotated with (``encoder: nn.Module``), "" if none."""
         method = scope.method
         if method is None:
