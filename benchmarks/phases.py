@@ -12,8 +12,9 @@ runner process): the parsing happens in ``lint_rules.workers`` processes.
   JSON-decoded, which is the least a warm run has to do).
 * ``phases``: one cold ``-j 1`` run in this process, instrumented: parent wall time per phase
   (exclusive: a phase's time excludes the phases it calls) and the workers' CPU per phase
-  (syntax check, LibCST parse, facts), each worker writing its own counts to a file; then the
-  CPU ratio of a whole cold ``fwdlint -j 1`` process to a bare parse of the same files.
+  (parse, facts; for a tree from before the ``ast`` facts: syntax check, LibCST parse, facts), each
+  worker writing its own counts to a file; then the CPU ratio of a whole cold ``fwdlint -j 1``
+  process to a bare parse of the same files (LibCST's, the issue's yardstick, and ``ast``'s).
 * ``jobs``: cold runs with ``-j 1`` up to every CPU, and the default (no ``-j``).
 * ``flake8``: ``flake8 -j 2`` with a warm cache against the same run with ``--extend-ignore FWD``.
 
@@ -63,6 +64,7 @@ print(code, wall, usage.ru_utime + usage.ru_stime)
 LINT = "import sys; sys.path.insert(0, sys.argv.pop(1)); from lint_rules.cli import main; sys.exit(main())"
 FLAKE8 = "import sys; sys.path.insert(0, sys.argv.pop(1)); from flake8.main.cli import main; sys.exit(main())"
 PARSE = "import sys, libcst\nfor p in sys.argv[1:]:\n    libcst.parse_module(open(p, 'rb').read())\n"
+AST_PARSE = "import ast, sys\nfor p in sys.argv[1:]:\n    ast.parse(open(p, 'rb').read())\n"
 READ_CACHE = ("import json, sqlite3, sys\nfor d in sys.argv[1:]:\n    db = sqlite3.connect(d)\n"
               "    for (v,) in db.execute('SELECT value FROM facts'):\n"
               "        json.loads(v[1:] if v[:1] == '!' else v)\n")
@@ -152,7 +154,7 @@ class Phases:
 
 
 def timed_extract(task: Any) -> Any:
-    """``store._extract`` in a worker, its syntax check and parse timed (CPU), appended to a file."""
+    """``store._extract`` in a worker, its parse (and syntax check) timed (CPU), appended to a file."""
     from lint_rules import store
     from lint_rules.facts import extract
 
@@ -167,14 +169,20 @@ def timed_extract(task: Any) -> Any:
                 counts[key] += time.process_time() - start
         return run
 
-    saved = store.python_syntax_error, extract.parse
-    store.python_syntax_error, extract.parse = counted(saved[0], "syntax"), counted(saved[1], "parse")
+    if hasattr(store, "python_parse"):  # facts from ``ast``: its parse is the syntax check too
+        hooks = [(store, "python_parse", "parse")]
+    else:  # a tree from before: CPython's syntax check, then LibCST's parse
+        hooks = [(store, "python_syntax_error", "syntax"), (extract, "parse", "parse")]
+    saved = [getattr(owner, name) for owner, name, _ in hooks]
+    for owner, name, key in hooks:
+        setattr(owner, name, counted(getattr(owner, name), key))
     start = time.process_time()
     try:
         return store._extract(task)
     finally:
         total = time.process_time() - start
-        store.python_syntax_error, extract.parse = saved
+        for (owner, name, _), function in zip(hooks, saved):
+            setattr(owner, name, function)
         with open(os.environ[PHASES_FILE], "a") as out:
             out.write(json.dumps({"locate": task[4], "syntax": counts["syntax"], "parse": counts["parse"],
                                   "facts": total - counts["syntax"] - counts["parse"]}) + "\n")
@@ -194,6 +202,7 @@ def phases(tree: Path, files: list[str], site: Path, reps: int) -> None:
     lint = [sys.executable, "-c", LINT, str(tree), "-q", "-j", "1", "--no-cache", *files]
     runs = alternate({"bare libcst.parse_module": ([sys.executable, "-c", PARSE, *files], None),
                       "fwdlint cold -j 1": (lint, None),
+                      "bare ast.parse": ([sys.executable, "-c", AST_PARSE, *files], None),
                       "bare parse, also of the files resolved": ([sys.executable, "-c", PARSE, *files, *resolved],
                                                                  None)}, site, reps)
     print(f"\ncold -j 1, {len(files)} files given, phase by phase (one instrumented run):")
@@ -210,6 +219,8 @@ def phases(tree: Path, files: list[str], site: Path, reps: int) -> None:
     print("  whole processes (fresh interpreters, children included):")
     for what in (0, 1):
         print("    " + ratio_line(runs, "fwdlint cold -j 1", "bare libcst.parse_module", what))
+    for what in (0, 1):
+        print("    " + ratio_line(runs, "fwdlint cold -j 1", "bare ast.parse", what))
     print(f"  against a bare parse of the given files and the {len(resolved)} files fwdlint read to resolve names:")
     for what in (0, 1):
         print("    " + ratio_line(runs, "fwdlint cold -j 1", "bare parse, also of the files resolved", what))

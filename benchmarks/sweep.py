@@ -85,7 +85,7 @@ machine), ``--slowest 0 --own-root``::
     output implies). The 9 stdlib errors are files CPython refuses too (lib2to3's Python 2 test data,
     tokenizedata's bad encodings). The first run of this script found the only crash class so far:
     two stdlib files with a parenthesised annotated target (``(x): int = 1``) that LibCST cannot
-    parse; they are analysed now (``lint_rules/facts/parse.py``, fixture
+    parse; they are analysed now (facts are read from ``ast`` since, fixture
     ``fixtures/fwd001/libcst_grammar_gaps.py``). Without ``--own-root`` the stdlib files belong to the
     project of a ``.git`` far above (pyenv's checkout: 14,800 Python files in the view) and the same
     run took 2,614 s. flake8 over lightning reports the CLI's findings (7 + 6).

@@ -1,7 +1,7 @@
-"""Line and column numbers without LibCST's PositionProvider.
+"""Line and column numbers of LibCST nodes, for the fixers, without LibCST's PositionProvider.
 
-PositionProvider costs about twice the parse itself (measured on timm's model files), which
-would break our speed budget. We need positions for few nodes, so:
+PositionProvider costs about twice the parse itself (measured on timm's model files). A fixer
+needs positions for few nodes, so:
 
 * ``def`` lines come from a regular expression over the source, accepted only when the
   sequence of names it finds equals the sequence of functions in the tree (then it cannot have

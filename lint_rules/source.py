@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import io
 import re
 import sys
@@ -62,31 +63,54 @@ def decode(data: bytes) -> str:
 PYTHON_RECURSION_LIMIT = 1000
 
 
-def python_syntax_error(source: str, path: str) -> Optional[SyntaxError]:
-    """CPython's own verdict (its parser only, about 20x faster than LibCST's), as a program gets
-    it: nesting its parser gives up on (``MemoryError``, ``RecursionError``) is refused too."""
+_GREW = 64 << 20  # bytes
+
+
+def _peak_memory() -> int:
+    """The process's peak resident memory in bytes (0 where ``resource`` is missing)."""
+    try:
+        import resource
+    except ImportError:  # Windows
+        return 0
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * (1 if sys.platform == "darwin" else 1024)
+
+
+def python_parse(source: str, path: str) -> tuple[Optional[ast.Module], Optional[SyntaxError]]:
+    """CPython's own tree of ``source``, or its verdict against it, as a program gets it: nesting
+    its parser gives up on (``MemoryError``, ``RecursionError``) is refused too."""
     limit = sys.getrecursionlimit()
     try:
         sys.setrecursionlimit(PYTHON_RECURSION_LIMIT)
     except RecursionError:  # called deeper than that already: judge under the current limit
         pass
+    peak = _peak_memory()
     try:
         with warnings.catch_warnings():  # the file's own SyntaxWarnings ("invalid escape") are not ours to print
             warnings.simplefilter("ignore")
-            compile(source, path, "exec", flags=0x400, dont_inherit=True)  # ast.PyCF_ONLY_AST
+            # a text still holding its UTF-8 BOM (the bytes' decoder drops it) is parsed without
+            text = source[1:] if source.startswith("\ufeff") else source
+            return compile(text, path, "exec", flags=ast.PyCF_ONLY_AST, dont_inherit=True), None
     except (MemoryError, RecursionError) as error:
-        return SyntaxError(f"nested too deeply for Python's parser ({type(error).__name__})", (path, 1, 1, ""))
+        # CPython's parser says MemoryError both when nesting exceeds its stack and when memory runs
+        # out; only the second makes the process grow (by hundreds of MiB: the tree of a 2 MB file)
+        if isinstance(error, MemoryError) and _peak_memory() - peak > _GREW:
+            raise
+        return None, SyntaxError(f"nested too deeply for Python's parser ({type(error).__name__})", (path, 1, 1, ""))
     except (SyntaxError, ValueError) as error:
         if isinstance(error, SyntaxError) and error.lineno is not None:
-            return error
+            return None, error
         offset = source.find("\0")  # NUL bytes: Python names no position (3.11: ValueError or none)
         line = line_breaks(source, 0, offset) + 1 if offset >= 0 else 1
         col = offset - line_start(source, offset) + 1 if offset >= 0 else 0
         message = error.msg if isinstance(error, SyntaxError) else str(error)
-        return SyntaxError(message, (path, line, col, ""))
+        return None, SyntaxError(message, (path, line, col, ""))
     finally:
         sys.setrecursionlimit(limit)
-    return None
+
+
+def python_syntax_error(source: str, path: str) -> Optional[SyntaxError]:
+    """CPython's own verdict on ``source`` (its parser only, about 9x faster than LibCST's)."""
+    return python_parse(source, path)[1]
 
 
 def one_line(error: BaseException, source: Optional[str] = None, path: str = "") -> str:

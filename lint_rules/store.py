@@ -33,6 +33,7 @@ verdict is cached too, so a given file with a syntax error is always reported.
 
 from __future__ import annotations
 
+import ast
 import hashlib
 import importlib.util
 import os
@@ -46,7 +47,7 @@ from typing import TYPE_CHECKING, Optional, Sequence, Union
 from lint_rules import __version__
 from lint_rules.diagnostics import FileError
 from lint_rules.layout import module_name_for
-from lint_rules.source import decode, one_line, python_syntax_error
+from lint_rules.source import decode, one_line, python_parse, python_syntax_error
 
 CACHE_DIR_NAME = ".fwdlint_cache"
 TAG_NAME = "CACHEDIR.TAG"
@@ -61,7 +62,7 @@ _LEGACY = {".gitignore", "facts.sqlite", "facts.sqlite-wal", "facts.sqlite-shm"}
 #: contract, source decoding and positions), this module's ``_extract`` (the syntax verdicts) and
 #: ``workers`` (its recursion limit and stack decide what is too deeply nested). Module names and
 #: paths are in each key already, so ``layout`` and ``discover`` are not.
-_FACTS_CODE = ("facts/*.py", "noqa.py", "contract.py", "vocabulary.py", "source.py", "positions.py", "store.py",
+_FACTS_CODE = ("facts/*.py", "noqa.py", "contract.py", "vocabulary.py", "source.py", "store.py",
                "workers.py")
 
 _VERSIONS_KEPT = 3  # per file (and per evidence flag): switching branches back and forth stays warm
@@ -537,29 +538,28 @@ def _read_regular(path: str) -> bytes:
 
 def _extract(task: tuple[str, bytes, str, bool, bool, tuple[int, int]]) -> Outcome:
     """Facts of one file's bytes, or the one-line reason why not (runs in a ``workers`` process)."""
-    import libcst as cst  # here, not at the top: a warm run never needs LibCST
-
     from lint_rules.facts.extract import extract
-    from lint_rules.facts.parse import parse
 
     path, data, module, is_package, locate, target = task
     source: Optional[str] = None
     try:
         source = decode(data)
-        if "\0" in source:  # LibCST reads NUL bytes inside strings; Python refuses the whole file
+        if "\0" in source:  # CPython refuses NUL bytes, even inside strings
             return FileError(path, one_line(python_syntax_error(source, path) or SyntaxError("NUL byte"), source, path))
-        if not locate:  # read to resolve names: installed code is the environment's to judge
-            return extract(source, path, module, is_package, locate=False)
-        error = python_syntax_error(source, path)  # a file given: judged for the target Python
-        if error is None:
-            return extract(source, path, module, is_package)
-        if _bad_literal(error) or target <= sys.version_info[:2]:
+        # given files are judged for the target Python; installed ones read to resolve names are the
+        # environment's to judge: they are read if they can be, else left out
+        tree, error = python_parse(source, path)
+        if error is not None and not _bad_literal(error) and target > sys.version_info[:2]:
+            # the target is newer than this interpreter: syntax it does not know yet (``type X = ...``
+            # under 3.11 for 3.12)
+            from lint_rules.facts.newer_syntax import parse_newer
+
+            found = parse_newer(source, path, error, target)
+            tree, error = (found, None) if isinstance(found, ast.Module) else (None, found)
+        if error is not None:
             return FileError(path, one_line(error))
-        # the target is newer than this interpreter: syntax it does not know yet (``type X = ...``
-        # under 3.11 for 3.12) is LibCST's to judge, which reads it whatever Python runs fwdlint
-        return extract(source, path, module, is_package, tree=parse(source))
-    except (UnicodeDecodeError, SyntaxError, LookupError, cst.ParserSyntaxError, RecursionError,
-            ValueError) as error:
+        return extract(source, path, module, is_package, locate=locate, tree=tree)
+    except (UnicodeDecodeError, SyntaxError, LookupError, RecursionError, ValueError) as error:
         return FileError(path, one_line(error, source, path))
 
 

@@ -1,9 +1,9 @@
-"""Worker processes for the parsing work: a file that crashes, exhausts or hangs LibCST's native
-parser costs that file one error line, never the run.
+"""Worker processes for the parsing work: a file that crashes, exhausts or hangs a parser
+(CPython's for the facts, LibCST's for fixes) costs that file one error line, never the run.
 
-LibCST's parser is native code. A valid file can overflow its stack (a 10,000-operand ``and``
-chain segfaults it on an 8 MiB main-thread stack), need far more memory than its size suggests
-(6 MB of ``x = 1`` lines: 8.8 GiB and 84 s), or take minutes. So every task that parses
+Parsers are native code. A valid file overflowed LibCST's stack (a 10,000-operand ``and`` chain
+segfaulted it on an 8 MiB main-thread stack) and needed far more memory than its size suggests
+(6 MB of ``x = 1`` lines: 8.8 GiB and 84 s; CPython's tree of 2.4 MB takes 1 GiB). So every task that parses
 (``Pool.map``: the facts store's extraction, ``--fix -j N``) runs in a worker process, which
 
 * is ``python -I -S`` with the parent's import path minus the working directory (a checked
@@ -50,9 +50,10 @@ _DEFAULT_TIMEOUT = 60.0
 _MIN_MEMORY = 2 * 2**30
 #: ``jobs`` that asks for as many workers as the number of tasks repays (``auto_jobs``).
 AUTO = 0
-#: Tasks per worker that repay starting it: a worker takes about 0.2 s to start (an interpreter that
-#: imports LibCST), a file about 30-45 ms to parse and extract (timm 1.0.31, one core), so a second
-#: worker gains from about 10 files on; 16 leaves room for a busy machine.
+#: Tasks per worker that repay starting it: a worker took about 0.2 s to start (an interpreter that
+#: imported LibCST; 0.08 s since facts come from ``ast``), a file about 30-45 ms to parse and extract
+#: (timm 1.0.31, one core; 5-10 ms since), so a second worker gains from about 10 files on; 16 leaves
+#: room for a busy machine.
 TASKS_PER_WORKER = 16
 
 # The worker's first lines, run by ``python -I -S -c``: nothing is importable yet but the standard

@@ -23,9 +23,10 @@ pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="re
 
 FINDING = "import torch.nn as nn\n\n\nclass N(nn.Module):\n    def generate(self, x):\n        return self(x)\n"
 CHAIN = " and ".join(["x"] * 10_000)
-# about 5 s and 900 MiB of LibCST's parser on the 2-core CI machine: long enough to be caught in the act
+# about 2 s and 500 MiB of Python's parser and the facts on the 2-core CI machine: long enough to be
+# caught in the act
 BIG = ("import torch.nn as nn\n\n\nclass Big(nn.Module):\n    def forward(self, x):\n        return x\n\n\n"
-       + "y = 1\n" * 100_000)
+       + "y = 1\n" * 200_000)
 
 
 def _project(tmp_path: Path, files: dict[str, str]) -> Path:
@@ -150,7 +151,8 @@ def test_a_parser_that_crashes_costs_its_file(jobs: str, tmp_path: Path) -> None
 
 
 def test_out_of_memory_costs_its_file(tmp_path: Path) -> None:
-    root = _project(tmp_path, {"a_big.py": BIG, "ok.py": FINDING})
+    """Python's parser needs about 1 GiB for these 400,000 lines (LibCST's needed 0.9 GiB for 100,000)."""
+    root = _project(tmp_path, {"a_big.py": BIG + "y = 1\n" * 200_000, "ok.py": FINDING})
     proc = _fwdlint(root, "--no-cache", FWDLINT_WORKER_MEMORY="700")
     assert proc.returncode == 2, proc.stderr
     assert proc.stderr.splitlines() == [

@@ -186,7 +186,7 @@ def original_schema(tmp_path_factory: pytest.TempPathFactory) -> str:
 
 @pytest.mark.parametrize("module, changes", [
     ("facts/extract.py", True), ("noqa.py", True), ("contract.py", True), ("source.py", True),
-    ("positions.py", True), ("store.py", True), ("cli.py", False), ("report.py", False)])
+    ("facts/walk.py", True), ("store.py", True), ("positions.py", False), ("cli.py", False), ("report.py", False)])
 def test_the_key_covers_the_code_that_shapes_stored_facts(tmp_path: Path, original_schema: str, module: str,
                                                           changes: bool) -> None:
     copy = _copy_package(tmp_path)

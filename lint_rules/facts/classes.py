@@ -10,30 +10,30 @@ kind ``alias`` that hands self to the function. Nested classes are classes too, 
 
 from __future__ import annotations
 
+import ast
 from dataclasses import dataclass, field
 from typing import Any
 
-import libcst as cst
 
 from lint_rules.facts.entry_uses import MethodBody, method_kind
 from lint_rules.facts.model import PASS_CALL, SRC_ANNOTATION, ClassFacts, MethodFacts, Source, Use
 from lint_rules.facts.traversal import Collector, Scope
-from lint_rules.facts.walk import dotted_name
+from lint_rules.facts.walk import FUNCTIONS, dotted_name
 
 
 @dataclass
 class _Class:
     qualname: str
     bases: tuple[str, ...]
-    methods: list[cst.FunctionDef] = field(default_factory=list)
-    decorators: dict[cst.FunctionDef, tuple[str, ...]] = field(default_factory=dict)
+    methods: list[ast.FunctionDef] = field(default_factory=list)
+    decorators: dict[ast.FunctionDef, tuple[str, ...]] = field(default_factory=dict)
     annotations: list[tuple[str, Source]] = field(default_factory=list)
     aliases: list[MethodFacts] = field(default_factory=list)  # `decode = decode_function`
 
 
-def _base_name(expr: cst.BaseExpression) -> str | None:
+def _base_name(expr: ast.expr) -> str | None:
     """``nn.Module`` -> itself; a subscripted base ``Base[int]`` -> ``Base`` (the class it is)."""
-    if isinstance(expr, cst.Subscript):
+    if type(expr) is ast.Subscript:
         expr = expr.value
     return dotted_name(expr)
 
@@ -41,47 +41,47 @@ def _base_name(expr: cst.BaseExpression) -> str | None:
 class Classes(Collector):
     name = "classes"
     triggers = ("class",)
-    handlers = {cst.AnnAssign: "on_ann_assign", cst.Assign: "on_assign"}
+    handlers = {ast.AnnAssign: "on_ann_assign", ast.Assign: "on_assign"}
     after = ("entry_uses",)
 
     def __init__(self, walk: Any) -> None:
         super().__init__(walk)
         self.classes: list[_Class] = []
-        self.by_node: dict[cst.ClassDef, _Class] = {}
+        self.by_node: dict[ast.ClassDef, _Class] = {}
 
-    def enter(self, node: cst.CSTNode, scope: Scope) -> None:
+    def enter(self, node: ast.AST, scope: Scope) -> None:
         parent = scope.parent
-        if isinstance(node, cst.ClassDef) and parent is not None:
+        if type(node) is ast.ClassDef and parent is not None:
             resolve = self.walk.names.resolve
-            bases = tuple(resolve(d) for d in (_base_name(a.value) for a in node.bases if a.keyword is None) if d)
-            record = _Class(parent.prefix + node.name.value, bases)
+            bases = tuple(resolve(d) for d in (_base_name(b) for b in node.bases if type(b) is not ast.Starred) if d)
+            record = _Class(parent.prefix + node.name, bases)
             self.classes.append(record)
             self.by_node[node] = record
-        elif isinstance(node, cst.FunctionDef) and parent is not None and parent.kind == "class":
-            record = self.by_node[parent.node]  # type: ignore[index]
+        elif type(node) in FUNCTIONS and parent is not None and parent.kind == "class":
+            record = self.by_node[parent.node]
             record.methods.append(node)
             record.decorators[node] = self.walk.names.decorators(node)
 
-    def on_ann_assign(self, node: cst.AnnAssign, scope: Scope) -> None:
-        if scope.kind == "class" and isinstance(node.target, cst.Name):
-            ref = self.walk.names.annotation_ref(cst.Annotation(node.annotation.annotation))
-            record = self.by_node[scope.node]  # type: ignore[index]
-            record.annotations.append((node.target.value, Source(SRC_ANNOTATION, ref)))
+    def on_ann_assign(self, node: ast.AnnAssign, scope: Scope) -> None:
+        if scope.kind == "class" and type(node.target) is ast.Name:
+            ref = self.walk.names.annotation_ref(node.annotation)
+            record = self.by_node[scope.node]
+            record.annotations.append((node.target.id, Source(SRC_ANNOTATION, ref)))
 
-    def on_assign(self, node: cst.Assign, scope: Scope) -> None:
+    def on_assign(self, node: ast.Assign, scope: Scope) -> None:
         """``decode = decode_function`` in a class body: a method that hands self to the function."""
-        if scope.kind != "class" or len(node.targets) != 1 or not isinstance(node.targets[0].target, cst.Name):
+        if scope.kind != "class" or len(node.targets) != 1 or type(node.targets[0]) is not ast.Name:
             return
-        dotted = dotted_name(node.value) if isinstance(node.value, (cst.Name, cst.Attribute)) else None
-        if dotted is None or dotted in ("None", "True", "False"):
+        dotted = dotted_name(node.value) if type(node.value) in (ast.Name, ast.Attribute) else None
+        if dotted is None:
             return
-        name = node.targets[0].target.value
+        name = node.targets[0].id
         use = Use(PASS_CALL, "", 0, f"{dotted}(self, ...)", f"{self.walk.names.resolve(dotted)}#0")
-        self.by_node[scope.node].aliases.append(  # type: ignore[index]
+        self.by_node[scope.node].aliases.append(
             MethodFacts(name=name, line=0, col=0, kind="alias", decorators=(), uses=(use,)))
 
     def finish(self, results: dict[str, dict[str, Any]]) -> dict[str, Any]:
-        bodies: dict[cst.FunctionDef, MethodBody] = results.get("entry_uses", {}).get("_bodies", {})
+        bodies: dict[ast.FunctionDef, MethodBody] = results.get("entry_uses", {}).get("_bodies", {})
         classes = []
         for record in self.classes:
             methods = []
@@ -93,7 +93,7 @@ class Classes(Collector):
                 body = bodies.get(node)
                 line, col = self.walk.def_position(node)
                 kind = body.kind if body is not None else method_kind(decorators)
-                methods.append(MethodFacts(name=node.name.value, line=line, col=col, kind=kind,
+                methods.append(MethodFacts(name=node.name, line=line, col=col, kind=kind,
                                            decorators=decorators, uses=body.uses if body else (),
                                            returns=body.returns if body else (),
                                            generator=body.generator if body else False,

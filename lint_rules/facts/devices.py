@@ -11,30 +11,30 @@ the compile-safe replacement). Names are resolved through the file's imports.
 
 from __future__ import annotations
 
+import ast
 from typing import Optional
 
-import libcst as cst
-
 from lint_rules.facts.names import Names
-from lint_rules.facts.walk import dotted_name, string_value
+from lint_rules.facts.walk import call_args, dotted_name, string_value
 from lint_rules.vocabulary import EMPTY_INIT
 
 
-def is_meta(expr: cst.BaseExpression, names: Names) -> bool:
+def is_meta(expr: ast.expr, names: Names) -> bool:
     """``"meta"`` or ``torch.device("meta")`` (also ``torch.device(type="meta")``)."""
     if string_value(expr) == "meta":
         return True
-    if isinstance(expr, cst.Call) and names.resolve(dotted_name(expr.func) or "") == "torch.device" and expr.args:
-        return string_value(expr.args[0].value) == "meta"
+    if type(expr) is ast.Call and names.resolve(dotted_name(expr.func) or "") == "torch.device":
+        args = call_args(expr)
+        return bool(args) and string_value(args[0].value) == "meta"
     return False
 
 
-def init_context(expr: cst.BaseExpression, names: Names) -> Optional[str]:
+def init_context(expr: ast.expr, names: Names) -> Optional[str]:
     """How a ``with`` item that changes module initialisation is shown, or None."""
-    if is_meta(expr, names) and isinstance(expr, cst.Call):
-        return 'torch.device("meta")'
-    if not isinstance(expr, cst.Call):
+    if type(expr) is not ast.Call:
         return None
+    if is_meta(expr, names):
+        return 'torch.device("meta")'
     func = dotted_name(expr.func) or ""
     if func.rpartition(".")[2] == "init_module" and "." in func:
         return f"{func}()"

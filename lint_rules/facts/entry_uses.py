@@ -10,10 +10,9 @@ so that a method in any file that hands it ``self`` or a submodule is judged by 
 
 from __future__ import annotations
 
+import ast
 import dataclasses
 from typing import Any, Callable, Optional, Sequence
-
-import libcst as cst
 
 from lint_rules import contract
 from lint_rules.facts.model import (
@@ -25,7 +24,8 @@ from lint_rules.facts.model_flow import ModelFlow
 from lint_rules.facts.names import Names
 from lint_rules.facts.traversal import Collector, FileWalk, Scope
 from lint_rules.facts.walk import (
-    LEAVES, child_nodes, dotted_name, is_super_call, is_type_of, render_chain, split_chain, string_value,
+    FUNCTIONS, LEAVES, Param, call_args, child_nodes, dotted_name, is_constant, is_super_call, is_type_of, params,
+    positional_params, render_chain, split_chain, string_value,
 )
 from lint_rules.vocabulary import (
     ADD_ELEMENT, ADD_SUBMODULE, CALLS_FIRST, COPY_FUNCS, ELEMENT_METHODS, FORWARD_NAMES, MODULE_CONTAINERS,
@@ -35,11 +35,12 @@ from lint_rules.vocabulary import (
 
 # Calls that hand a module over without running it, or builtins: no summary to look up.
 _NOT_PASSING = frozenset(dir(__import__("builtins"))) | {"super"}
-_NOT_MODULE_NODES = (
-    cst.Integer, cst.Float, cst.Imaginary, cst.SimpleString, cst.ConcatenatedString,
-    cst.FormattedString, cst.Lambda, cst.List, cst.Tuple, cst.Dict, cst.Set, cst.ListComp,
-    cst.SetComp, cst.DictComp, cst.GeneratorExp, cst.Comparison, cst.UnaryOperation, cst.BinaryOperation,
-)
+# Displays, f-strings, lambdas and operations are never modules; so are constants but None and ``...``
+# (``_not_module``).
+_NOT_MODULE_NODES = frozenset({
+    ast.JoinedStr, ast.Lambda, ast.List, ast.Tuple, ast.Dict, ast.Set, ast.ListComp,
+    ast.SetComp, ast.DictComp, ast.GeneratorExp, ast.Compare, ast.UnaryOp, ast.BinOp,
+})
 # What iterating something yields: ("sub", attr), ("self", ""), a tuple of shapes, or None.
 Shape = object
 
@@ -47,86 +48,84 @@ Shape = object
 class MethodScan:
     """Uses and attribute assignments of one method body (its nested functions included)."""
 
-    def __init__(self, names: Names, self_name: Optional[str], params: dict[str, cst.Param]):
+    def __init__(self, names: Names, self_name: Optional[str], params: dict[str, Param]):
         self.names = names
         self.self_name = self_name
         self.params = params
-        self.uses: list[tuple[cst.CSTNode, Use]] = []
-        self.local_calls: list[tuple[cst.Call, str, tuple[Optional[str], ...], Callable[[str], str]]] = []
+        self.uses: list[tuple[ast.AST, Use]] = []
+        self.local_calls: list[tuple[ast.Call, str, tuple[Optional[str], ...], Callable[[str], str]]] = []
         # local name -> what it may stand for: ("attr"|"sub"|"self"|"result"|"dynamic", attribute or getter)
         self.bindings: dict[str, tuple[tuple[str, str], ...]] = {}
-        self.locals: dict[str, list[cst.BaseExpression]] = {}
-        self.assigned: list[tuple[str, Optional[cst.BaseExpression]]] = []  # self.<attr> = expr
-        self.elements: list[tuple[str, cst.BaseExpression]] = []  # self.<attr>.append(expr)
-        self.local_elements: dict[str, list[cst.BaseExpression]] = {}  # layers.append(expr)
+        self.locals: dict[str, list[ast.expr]] = {}
+        self.assigned: list[tuple[str, Optional[ast.expr]]] = []  # self.<attr> = expr
+        self.elements: list[tuple[str, ast.expr]] = []  # self.<attr>.append(expr)
+        self.local_elements: dict[str, list[ast.expr]] = {}  # layers.append(expr)
         self.registered: list[str] = []
         self.returns: list[str] = []  # attributes returned as `return self.<attr>...`
         self.builds: list[str] = []  # `return X(...)`: what X resolves to
 
     @classmethod
-    def for_function(cls, names: Names, node: cst.FunctionDef, kind: str,
+    def for_function(cls, names: Names, node: ast.FunctionDef, kind: str,
                      self_param: Optional[str] = "") -> "MethodScan":
         """``self_param``: the parameter that stands for self ("": the first positional one)."""
-        params = node.params
-        positional = [*params.posonly_params, *params.params]
         self_name = self_param or None
+        positional = positional_params(node)
         if self_param == "" and kind not in ("staticmethod", "classmethod") and positional:
-            self_name = positional[0].name.value
-        all_params = [*positional, *params.kwonly_params]
-        for extra in (params.star_arg, params.star_kwarg):
-            if isinstance(extra, cst.Param):
-                all_params.append(extra)
-        return cls(names, self_name, {p.name.value: p for p in all_params if p.name.value != self_name})
+            self_name = positional[0]
+        return cls(names, self_name, {p.name: p for p in params(node, stars=True) if p.name != self_name})
 
     # -- events from the walk ----------------------------------------------------------------
-    def on_for(self, node: cst.For | cst.CompFor) -> None:
+    def on_for(self, node: ast.For | ast.comprehension) -> None:
         self.bind(node.target, self.shape(node.iter))
 
-    def on_assign_stmt(self, node: cst.Assign) -> None:
+    def on_assign_stmt(self, node: ast.Assign) -> None:
         for target in node.targets:
-            self.on_assign(target.target, node.value)
+            self.on_assign(target, node.value)
 
-    def on_ann_assign(self, node: cst.AnnAssign) -> None:
+    def on_ann_assign(self, node: ast.AnnAssign) -> None:
         if node.value is not None:
             self.on_assign(node.target, node.value)
 
-    def on_return(self, node: cst.Return) -> None:
+    def on_return(self, node: ast.Return) -> None:
         value = node.value
         if value is None:
             return
         root, steps = split_chain(value)
         if self.is_self(root) and steps and steps[0] is not None:
             self.returns.append(steps[0])
-        if isinstance(value, cst.Name) and len(self.locals.get(value.value, ())) == 1:
-            value = self.locals[value.value][0]
-        if isinstance(value, cst.Call):
+        if type(value) is ast.Name and len(self.locals.get(value.id, ())) == 1:
+            value = self.locals[value.id][0]
+        if type(value) is ast.Call:
             dotted = dotted_name(value.func)
             if dotted is not None and dotted.split(".", 1)[0] != self.self_name:
                 self.builds.append(self.names.resolve(dotted))
 
-    def on_assign(self, target: cst.BaseExpression, value: Optional[cst.BaseExpression]) -> None:
+    def on_assign(self, target: ast.expr, value: Optional[ast.expr]) -> None:
         """``value`` None: assigned something the file does not spell out (tuple unpacking)."""
-        if isinstance(target, (cst.Tuple, cst.List)):
-            values = value.elements if isinstance(value, (cst.Tuple, cst.List)) else None
-            for i, element in enumerate(target.elements):
-                paired = values is not None and i < len(values) and not isinstance(element, cst.StarredElement)
-                self.on_assign(element.value, values[i].value if paired else None)  # type: ignore[index]
+        if type(target) is ast.Tuple or type(target) is ast.List:
+            values = value.elts if type(value) is ast.Tuple or type(value) is ast.List else None
+            for i, element in enumerate(target.elts):
+                starred = type(element) is ast.Starred
+                paired = values is not None and i < len(values) and not starred
+                self.on_assign(element.value if starred else element,
+                               _unstarred(values[i]) if paired else None)
             return
-        if isinstance(target, cst.Name) and value is not None:
-            self.locals.setdefault(target.value, []).append(value)
+        if type(target) is ast.Name and value is not None:
+            self.locals.setdefault(target.id, []).append(value)
             bindings = self.binding_of(value)
             if bindings:
-                self.bindings[target.value] = bindings
-        elif isinstance(target, cst.Attribute) and self.is_self(target.value):
-            self.assigned.append((target.attr.value, value))
+                self.bindings[target.id] = bindings
+        elif type(target) is ast.Attribute and self.is_self(target.value):
+            self.assigned.append((target.attr, value))
 
-    def binding_of(self, value: cst.BaseExpression, depth: int = 0) -> tuple[tuple[str, str], ...]:
+    def binding_of(self, value: ast.expr, depth: int = 0) -> tuple[tuple[str, str], ...]:
         """What a local name assigned ``value`` may stand for, when it is a piece of self
         (``model = self if fsdp is None else fsdp``: either branch)."""
-        if isinstance(value, cst.IfExp) and depth < 4:
+        if type(value) is ast.IfExp and depth < 4:
             return self.binding_of(value.body, depth + 1) + self.binding_of(value.orelse, depth + 1)
-        if isinstance(value, cst.BooleanOperation) and depth < 4:
-            return self.binding_of(value.left, depth + 1) + self.binding_of(value.right, depth + 1)
+        if type(value) is ast.BoolOp and depth < 4:
+            left, right = _halves(value)
+            return self.binding_of(left, depth + 1) + self.binding_of(right, depth + 1)
         value = self.unwrap_self(value)
         root, steps = split_chain(value)
         if self.is_self(root) and not steps:
@@ -135,13 +134,13 @@ class MethodScan:
             if len(steps) == 1:
                 return (("attr", steps[0]),)
             return (("sub", steps[0]),)
-        if isinstance(root, cst.Name) and root.value in self.bindings and not steps:
-            return self.bindings[root.value]
-        if isinstance(root, cst.Call) and not steps:
-            func = root.func
-            if isinstance(func, cst.Name) and func.value == "getattr" and len(root.args) >= 2 and (
-                    self.is_self(root.args[0].value) or is_type_of(root.args[0].value, self.self_name)):
-                attr = string_value(root.args[1].value)
+        if type(root) is ast.Name and root.id in self.bindings and not steps:
+            return self.bindings[root.id]
+        if type(root) is ast.Call and not steps:
+            func, args = root.func, call_args(root)
+            if type(func) is ast.Name and func.id == "getattr" and len(args) >= 2 and (
+                    self.is_self(args[0].value) or is_type_of(args[0].value, self.self_name)):
+                attr = string_value(args[1].value)
                 return (("attr", attr),) if attr else (("dynamic", ""),)
             inner_root, inner_steps = split_chain(func)
             if self.is_self(inner_root) and len(inner_steps) == 1 and inner_steps[0]:
@@ -149,29 +148,29 @@ class MethodScan:
         return ()
 
     # -- calls -----------------------------------------------------------------------------
-    def is_self(self, expr: cst.BaseExpression) -> bool:
-        return self.self_name is not None and isinstance(expr, cst.Name) and expr.value == self.self_name
+    def is_self(self, expr: ast.expr) -> bool:
+        return self.self_name is not None and type(expr) is ast.Name and expr.id == self.self_name
 
-    def on_call(self, call: cst.Call) -> None:
-        func = call.func
-        name = func.attr.value if isinstance(func, cst.Attribute) else (
-            func.value if isinstance(func, cst.Name) else "")
-        if name in ADD_SUBMODULE and isinstance(func, cst.Attribute) \
-                and self.is_self(func.value) and call.args:
-            attr = string_value(call.args[0].value)
+    def on_call(self, call: ast.Call) -> None:
+        func, args = call.func, call_args(call)
+        kind = type(func)
+        name = func.attr if kind is ast.Attribute else (func.id if kind is ast.Name else "")
+        if name in ADD_SUBMODULE and kind is ast.Attribute \
+                and self.is_self(func.value) and args:
+            attr = string_value(args[0].value)
             if attr:
                 self.registered.append(attr)
-        elif name == "setattr" and len(call.args) == 3 and self.is_self(call.args[0].value):
-            attr = string_value(call.args[1].value)
+        elif name == "setattr" and len(args) == 3 and self.is_self(args[0].value):
+            attr = string_value(args[1].value)
             if attr:
-                self.assigned.append((attr, call.args[2].value))
-        elif name in ADD_ELEMENT and isinstance(func, cst.Attribute) and call.args:
+                self.assigned.append((attr, args[2].value))
+        elif name in ADD_ELEMENT and kind is ast.Attribute and args:
             root, steps = split_chain(func.value)
             if self.is_self(root) and len(steps) == 1 and steps[0] is not None:
-                self.elements.append((steps[0], call.args[-1].value))
-            elif isinstance(root, cst.Name) and not steps:
-                self.local_elements.setdefault(root.value, []).append(call.args[-1].value)
-        if name in CALLS_FIRST and call.args and not call.args[0].keyword and self.is_self(call.args[0].value):
+                self.elements.append((steps[0], args[-1].value))
+            elif type(root) is ast.Name and not steps:
+                self.local_elements.setdefault(root.id, []).append(args[-1].value)
+        if name in CALLS_FIRST and args and not args[0].keyword and self.is_self(args[0].value):
             self.add(call, Use(SELF_CALL, "", 0, f"{name}({self.self_name}, ...)"))  # made to be called
         if name in RUNS_ARGUMENT:
             target = _run_target(call)
@@ -181,10 +180,10 @@ class MethodScan:
             self.passes(call)
         self.classify_callee(call, func, lambda text: text + "(...)")
 
-    def passes(self, call: cst.Call) -> None:
+    def passes(self, call: ast.Call) -> None:
         """``fn(self.model, ...)``, ``generate_fn(model=self)``, ``partial(fn, self.enc)``: self or a
         submodule handed to a function; whether it runs it is the function's summary's to say."""
-        func, args = call.func, list(call.args)
+        func, args = call.func, call_args(call)
         ref = self.callee_ref(func)
         if ref in PARTIAL and args and not args[0].keyword and not args[0].star:
             func, args = args[0].value, args[1:]
@@ -195,7 +194,7 @@ class MethodScan:
         for arg in args:
             if arg.star:
                 break  # positions past *args are unknown
-            slot = arg.keyword.value if arg.keyword is not None else str(position)
+            slot = arg.keyword if arg.keyword is not None else str(position)
             position += arg.keyword is None
             piece = self.piece_of_self(arg.value)
             if piece is not None:
@@ -204,12 +203,12 @@ class MethodScan:
                 text = f"{called}({slot + '=' if arg.keyword is not None else ''}{shown}, ...)"
                 self.add(call, Use(PASS_CALL, piece, 0, text, f"{ref}#{slot}"))
 
-    def callee_ref(self, func: cst.BaseExpression) -> Optional[str]:
+    def callee_ref(self, func: ast.expr) -> Optional[str]:
         """The function a call calls, resolved through imports; None for methods of self,
         parameters, local names, builtins and torch (whose functions that run a module given
         to them are ``RUNS_ARGUMENT``)."""
-        if isinstance(func, cst.Attribute) and is_super_call(func.value):
-            return f"super.{func.attr.value}"  # a base's method: `super().encode(obs, self.encoder)`
+        if type(func) is ast.Attribute and is_super_call(func.value):
+            return f"super.{func.attr}"  # a base's method: `super().encode(obs, self.encoder)`
         dotted = dotted_name(func)
         if dotted is None:
             return None
@@ -224,7 +223,7 @@ class MethodScan:
         ref = self.names.resolve(dotted)
         return None if ref.split(".", 1)[0] == "torch" else ref
 
-    def piece_of_self(self, expr: cst.BaseExpression) -> Optional[str]:
+    def piece_of_self(self, expr: ast.expr) -> Optional[str]:
         """"" for self, the attribute for ``self.enc``/``self.blocks[i]`` or an alias of one."""
         root, steps = split_chain(self.unwrap_self(expr))
         if self.is_self(root):
@@ -233,29 +232,30 @@ class MethodScan:
             if steps[0] is not None and all(step is None for step in steps[1:]):
                 return steps[0]
             return None
-        if isinstance(root, cst.Name) and not steps:
-            for kind, attr in self.bindings.get(root.value, ()):
+        if type(root) is ast.Name and not steps:
+            for kind, attr in self.bindings.get(root.id, ()):
                 if kind == "this":
                     return ""
                 if kind in ("attr", "sub"):
                     return attr
         return None
 
-    def classify_callee(self, call: cst.Call, func: cst.BaseExpression, show: Callable[[str], str]) -> None:
+    def classify_callee(self, call: ast.Call, func: ast.expr, show: Callable[[str], str]) -> None:
         root, steps = split_chain(func)
-        if isinstance(root, cst.Call):
+        if type(root) is ast.Call:
             self.classify_call_result(call, root, steps, show)
             return
-        if not isinstance(root, cst.Name):
+        if type(root) is not ast.Name:
             return
         if self.is_self(root):
             self.classify_self_chain(call, steps, show)
-        elif steps == ("forward",) and call.func is func and call.args and self.is_self(call.args[0].value):
-            self.add(call, Use(SELF_CALL, "", 0, show(f"{root.value}.forward") + " with self"))
+        elif steps == ("forward",) and call.func is func and (args := call_args(call)) \
+                and self.is_self(args[0].value):
+            self.add(call, Use(SELF_CALL, "", 0, show(f"{root.id}.forward") + " with self"))
         elif not steps or None in steps or steps[-1] in FORWARD_NAMES or len(steps) == 1:
-            self.local_calls.append((call, root.value, steps, show))
+            self.local_calls.append((call, root.id, steps, show))
 
-    def classify_call_result(self, call: cst.Call, inner: cst.Call, steps: tuple[Optional[str], ...],
+    def classify_call_result(self, call: ast.Call, inner: ast.Call, steps: tuple[Optional[str], ...],
                              show: Callable[[str], str]) -> None:
         """``super().forward(...)``, ``type(self).forward(self)``, ``self.get_encoder()(...)``,
         ``getattr(self, name)(...)``."""
@@ -263,12 +263,12 @@ class MethodScan:
             if len(steps) == 1 and steps[0] is not None:
                 self.add(call, Use(SUPER_CALL, steps[0], 0, show(f"super().{steps[0]}")))
             return
-        func = inner.func
-        if isinstance(func, cst.Name) and func.value in ("type", "getattr") and inner.args and (
-                self.is_self(inner.args[0].value) or is_type_of(inner.args[0].value, self.self_name)):
-            if func.value == "type" and steps[-1:] == ("forward",):
+        func, args = inner.func, call_args(inner)
+        if type(func) is ast.Name and func.id in ("type", "getattr") and args and (
+                self.is_self(args[0].value) or is_type_of(args[0].value, self.self_name)):
+            if func.id == "type" and steps[-1:] == ("forward",):
                 self.add(call, Use(SELF_CALL, "", 0, show("type(self).forward")))
-            elif func.value == "getattr" and not steps and len(inner.args) >= 2:
+            elif func.id == "getattr" and not steps and len(args) >= 2:
                 self.classify_getattr(call, inner, show)
             return
         root, inner_steps = split_chain(func)
@@ -282,25 +282,25 @@ class MethodScan:
             return
         text = show(render_chain(self.self_name or "self", inner_steps) + "()" + render_chain("", steps))
         if len(inner_steps) == 1:
-            self.add(call, Use(RESULT_CALL, inner_steps[0], 0, text))  # type: ignore[arg-type]
+            self.add(call, Use(RESULT_CALL, inner_steps[0], 0, text))
         elif len(inner_steps) == 2:
-            self.add(call, Use(SUB_RESULT, inner_steps[0], 0, text, method=inner_steps[1]))  # type: ignore[arg-type]
+            self.add(call, Use(SUB_RESULT, inner_steps[0], 0, text, method=inner_steps[1]))
 
-    def unwrap_self(self, expr: cst.BaseExpression) -> cst.BaseExpression:
+    def unwrap_self(self, expr: ast.expr) -> ast.expr:
         """``self.eval()`` and friends return ``self``: ``trace(self.eval(), x)`` runs self."""
-        if isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute) \
-                and self.is_self(expr.func.value) and expr.func.attr.value in MODULE_RETURNS_SELF:
+        if type(expr) is ast.Call and type(expr.func) is ast.Attribute \
+                and self.is_self(expr.func.value) and expr.func.attr in MODULE_RETURNS_SELF:
             return expr.func.value
         return expr
 
-    def classify_getattr(self, call: cst.Call, inner: cst.Call, show: Callable[[str], str]) -> None:
-        attr = string_value(inner.args[1].value)
+    def classify_getattr(self, call: ast.Call, inner: ast.Call, show: Callable[[str], str]) -> None:
+        attr = string_value(call_args(inner)[1].value)
         if attr is not None:
             self.classify_self_chain(call, (attr,), show)
         else:  # dispatch by a computed name: resolved against names quoted in the file
             self.add(call, Use(DYNAMIC_CALL, "", 0, show("getattr(self, ...)")))
 
-    def classify_self_chain(self, call: cst.Call, steps: tuple[Optional[str], ...],
+    def classify_self_chain(self, call: ast.Call, steps: tuple[Optional[str], ...],
                             show: Callable[[str], str], text: str = "") -> None:
         text = text or show(render_chain(self.self_name or "self", steps))
         last = steps[-1] if steps else None
@@ -308,35 +308,35 @@ class MethodScan:
         if not steps or steps in (("forward",), ("__call__",)) or (steps[0] is None and calls_it):
             self.add(call, Use(SELF_CALL, "", 0, text))
         elif len(steps) == 1:
-            self.add(call, Use(ATTR_CALL, steps[0], 0, text))  # type: ignore[arg-type]
+            self.add(call, Use(ATTR_CALL, steps[0], 0, text))
         elif calls_it and steps[0] is not None:
             self.add(call, Use(SUB_CALL, steps[0], 0, text))
         elif len(steps) == 2 and steps[0] is not None:
-            self.add(call, Use(SUB_METHOD, steps[0], 0, text, method=last))  # type: ignore[arg-type]
+            self.add(call, Use(SUB_METHOD, steps[0], 0, text, method=last))
         else:  # self.layers[i].decode(x), self.model.quantizer.decode(x), self[0].encode(x)
             path = render_chain("", steps[:-1]).lstrip(".").replace("[...]", "[]")
-            self.add(call, Use(ELEMENT_METHOD, path, 0, text, method=last))  # type: ignore[arg-type]
+            self.add(call, Use(ELEMENT_METHOD, path, 0, text, method=last))
 
-    def add(self, node: cst.CSTNode, use: Use) -> None:
+    def add(self, node: ast.AST, use: Use) -> None:
         self.uses.append((node, use))
 
     # -- local names: loop variables and aliases of submodules -----------------------------
-    def shape(self, expr: cst.BaseExpression) -> Shape:
-        if isinstance(expr, cst.Call):
+    def shape(self, expr: ast.expr) -> Shape:
+        if type(expr) is ast.Call:
             func = expr.func
-            args = [a.value for a in expr.args]
-            if isinstance(func, cst.Name):
-                if func.value == "enumerate" and args:
+            args = [a.value for a in call_args(expr)]
+            if type(func) is ast.Name:
+                if func.id == "enumerate" and args:
                     return (None, self.shape(args[0]))
-                if func.value == "zip":
+                if func.id == "zip":
                     return tuple(self.shape(a) for a in args)
-                if func.value in PASSTHROUGH_FUNCS and args:
+                if func.id in PASSTHROUGH_FUNCS and args:
                     return self.shape(args[0])
-            if isinstance(func, cst.Attribute):
+            if type(func) is ast.Attribute:
                 inner = self.shape(func.value)
-                if func.attr.value in ELEMENT_METHODS:
+                if func.attr in ELEMENT_METHODS:
                     return inner
-                if func.attr.value in PAIR_METHODS and inner is not None:
+                if func.attr in PAIR_METHODS and inner is not None:
                     return (None, inner)
             return None
         root, steps = split_chain(expr)
@@ -344,23 +344,23 @@ class MethodScan:
             return ("self", "")
         if self.is_self(root) and steps and steps[0] is not None and all(s is None for s in steps[1:]):
             return ("sub", steps[0])
-        if isinstance(root, cst.Name) and not steps:
-            for kind, attr in self.bindings.get(root.value, ()):
+        if type(root) is ast.Name and not steps:
+            for kind, attr in self.bindings.get(root.id, ()):
                 if kind in ("this", "self"):
                     return ("self", "")
                 if kind in ("attr", "sub"):
                     return ("sub", attr)
         return None
 
-    def bind(self, target: cst.BaseExpression, shape: Shape) -> None:
+    def bind(self, target: ast.expr, shape: Shape) -> None:
         if shape is None:
             return
         leaf = isinstance(shape, tuple) and shape[:1] in (("sub",), ("self",))
-        if isinstance(target, cst.Name) and leaf:
-            self.bindings[target.value] = (shape,)  # type: ignore[assignment]
-        elif isinstance(target, (cst.Tuple, cst.List)) and isinstance(shape, tuple) and not leaf:
-            for element, inner in zip(target.elements, shape):
-                self.bind(element.value, inner)
+        if type(target) is ast.Name and leaf:
+            self.bindings[target.id] = (shape,)
+        elif (type(target) is ast.Tuple or type(target) is ast.List) and isinstance(shape, tuple) and not leaf:
+            for element, inner in zip(target.elts, shape):
+                self.bind(_unstarred(element), inner)
 
     def resolve_local_calls(self) -> None:
         """Calls on local names bound to pieces of self, read as the chains they stand for
@@ -382,85 +382,118 @@ class MethodScan:
                     self.add(call, Use(DYNAMIC_CALL, "", 0, f"{text} with {name} = getattr(self, ...)"))
 
     # -- attribute sources -----------------------------------------------------------------
-    def sources(self, value: Optional[cst.BaseExpression], depth: int = 0) -> list[Source]:
+    def sources(self, value: Optional[ast.expr], depth: int = 0) -> list[Source]:
         if value is None or depth > 4:
             return [Source(SRC_UNKNOWN)]
-        if isinstance(value, cst.Name):
-            if value.value == "None":
-                return []
-            if value.value in ("True", "False"):
-                return [Source(SRC_NOT_MODULE)]
-            assigned = [s for v in self.locals.get(value.value, ()) for s in self.sources(v, depth + 1)]
-            if value.value in self.params:  # and what the body may have put there instead (`m = m or M()`)
-                return [Source(SRC_PARAM, self.names.annotation_ref(self.params[value.value].annotation)), *assigned]
-            if value.value in self.locals:
+        kind = type(value)
+        if kind is ast.Name:
+            name = value.id
+            assigned = [s for v in self.locals.get(name, ()) for s in self.sources(v, depth + 1)]
+            if name in self.params:  # and what the body may have put there instead (`m = m or M()`)
+                return [Source(SRC_PARAM, self.names.annotation_ref(self.params[name].annotation)), *assigned]
+            if name in self.locals:
                 return assigned
-            return [Source(SRC_REF, self.names.resolve(value.value))]
-        if isinstance(value, _NOT_MODULE_NODES):
+            return [Source(SRC_REF, self.names.resolve(name))]
+        if kind is ast.Constant and value.value is None:
+            return []
+        if _not_module(value):  # True, False, numbers, strings, displays, operations
             return [Source(SRC_NOT_MODULE)]
-        if isinstance(value, cst.IfExp):
+        if kind is ast.IfExp:
             return self.sources(value.body, depth + 1) + self.sources(value.orelse, depth + 1)
-        if isinstance(value, cst.BooleanOperation):
-            return self.sources(value.left, depth + 1) + self.sources(value.right, depth + 1)
-        if isinstance(value, cst.Attribute) and self.is_self(value.value):
-            return [Source(SRC_ATTR, value.attr.value)]
-        if isinstance(value, cst.Attribute):
+        if kind is ast.BoolOp:
+            left, right = _halves(value)
+            return self.sources(left, depth + 1) + self.sources(right, depth + 1)
+        if kind is ast.Attribute and self.is_self(value.value):
+            return [Source(SRC_ATTR, value.attr)]
+        if kind is ast.Attribute:
             dotted = dotted_name(value)
             if dotted is not None and dotted.split(".", 1)[0] not in (self.self_name, *self.params, *self.locals):
                 return [Source(SRC_REF, self.names.resolve(dotted))]
             return [Source(SRC_UNKNOWN)]
-        if isinstance(value, cst.Call):
+        if kind is ast.Call:
             func = value.func
-            if isinstance(func, cst.Name) and func.value in self.params:
-                param = self.params[func.value]
-                ref = self.names.dotted_ref(param.default) if param.default is not None else None
+            args = call_args(value)
+            if type(func) is ast.Name and func.id in self.params:
+                param = self.params[func.id]
+                ref = _default_ref(self.names, param.default) if param.default is not None else None
                 return [Source(SRC_PARAM_CALL, ref or self.names.annotation_ref(param.annotation))]
             dotted = dotted_name(func)
             if dotted is None:
                 return [Source(SRC_UNKNOWN)]
-            if dotted.rsplit(".", 1)[-1] in COPY_FUNCS and value.args:
-                return self.sources(value.args[0].value, depth + 1)
+            if dotted.rsplit(".", 1)[-1] in COPY_FUNCS and args:
+                return self.sources(args[0].value, depth + 1)
             if dotted.split(".", 1)[0] == self.self_name:
                 return [Source(SRC_RESULT, dotted.split(".")[1])] if dotted.count(".") == 1 else [Source(SRC_UNKNOWN)]
             ref = self.names.resolve(dotted)
             found = [Source(SRC_CALL, ref)]
             if ref.rpartition(".")[2] in MODULE_CONTAINERS:
-                found.extend(Source(SRC_ELEMENT, element) for element in self.built_in(value.args))
+                found.extend(Source(SRC_ELEMENT, element) for element in self.built_in([a.value for a in args]))
             return found
         return [Source(SRC_UNKNOWN)]
 
-    def built_in(self, args: Sequence[cst.Arg], depth: int = 0) -> list[str]:
+    def built_in(self, values: Sequence[ast.expr], depth: int = 0) -> list[str]:
         """Classes constructed in a container's arguments (``[Block() for _ in range(n)]``, a local
         list appended to, a dict of them)."""
         found: list[str] = []
-        stack: list[cst.CSTNode] = [arg.value for arg in args]
+        stack: list[ast.AST] = list(values)
         while stack:
             node = stack.pop()
-            if isinstance(node, cst.Call):
+            kind = type(node)
+            if kind is ast.Call:
                 dotted = dotted_name(node.func)
                 if dotted is not None and dotted.split(".", 1)[0] not in (self.self_name, *self.params):
                     ref = self.names.resolve(dotted)
                     if ref.rpartition(".")[2] not in MODULE_CONTAINERS:
                         found.append(ref)
                         continue
-                stack.extend(arg.value for arg in node.args)
-            elif isinstance(node, cst.Name) and depth < 2:
-                for value in [*self.locals.get(node.value, ()), *self.local_elements.get(node.value, ())]:
-                    found.extend(self.built_in([cst.Arg(value)], depth + 1))
-            elif not isinstance(node, cst.Lambda) and type(node) not in LEAVES:
+                stack.extend(arg.value for arg in call_args(node))
+            elif kind is ast.Name and depth < 2:
+                name = node.id
+                for value in [*self.locals.get(name, ()), *self.local_elements.get(name, ())]:
+                    found.extend(self.built_in([value], depth + 1))
+            elif kind is not ast.Lambda and kind not in LEAVES:
                 stack.extend(child_nodes(node))
         return found
 
 
-def _run_target(call: cst.Call) -> Optional[cst.BaseExpression]:
+def _run_target(call: ast.Call) -> Optional[ast.expr]:
     """The module or callable a checkpoint/trace/export call runs: first positional argument or
     a keyword such as ``func=``/``module=``."""
-    for arg in call.args:
+    for arg in call_args(call):
         if arg.keyword is None and not arg.star:
             return arg.value
-        if arg.keyword is not None and arg.keyword.value in RUN_KEYWORDS:
+        if arg.keyword is not None and arg.keyword in RUN_KEYWORDS:
             return arg.value
     return None
+
+
+def _unstarred(expr: ast.expr) -> ast.expr:
+    """The expression a ``*x`` element stars (``x``), or the element itself."""
+    return expr.value if type(expr) is ast.Starred else expr
+
+
+def _halves(node: ast.BoolOp) -> tuple[ast.expr, ast.expr]:
+    """``a or b or c`` as ``(a or b)`` and ``c``: binary and nested to the left, as the depth limits count."""
+    values = node.values
+    left = values[0] if len(values) == 2 else ast.BoolOp(node.op, values[:-1])
+    return left, values[-1]
+
+
+def _default_ref(names: Names, default: ast.expr) -> Optional[str]:
+    """What a parameter's default names, ``None``, ``True`` and ``False`` included: ``norm_layer=None``
+    called as ``norm_layer(...)`` builds from ``"None"``, which is known to be no module class."""
+    if is_constant(default, None, True, False):
+        return str(default.value)
+    return names.dotted_ref(default)
+
+
+def _not_module(expr: Optional[ast.expr]) -> bool:
+    """A literal, display or operation: never a module. Of the constants, ``None`` (no module at all)
+    and ``...`` (anything) are left to the caller."""
+    kind = type(expr)
+    if kind is ast.Constant:
+        return expr.value is not None and expr.value is not Ellipsis
+    return kind in _NOT_MODULE_NODES
 
 
 @dataclasses.dataclass(frozen=True)
@@ -505,8 +538,8 @@ class EntryUses(Collector):
     name = "entry_uses"
     triggers = ("class",)
     resolve_triggers = ("def ",)  # a file read for another's sake: its functions may be handed modules
-    handlers = {cst.Call: "on_call", cst.For: "on_for", cst.CompFor: "on_for", cst.Assign: "on_assign",
-                cst.AnnAssign: "on_ann_assign", cst.Return: "on_return", cst.Yield: "on_yield"}
+    handlers = {ast.Call: "on_call", ast.For: "on_for", ast.comprehension: "on_for", ast.Assign: "on_assign",
+                ast.AnnAssign: "on_ann_assign", ast.Return: "on_return", ast.Yield: "on_yield"}
 
     @classmethod
     def wanted(cls, source: str, resolving: bool = False) -> bool:
@@ -515,29 +548,29 @@ class EntryUses(Collector):
 
     def __init__(self, walk: FileWalk) -> None:
         super().__init__(walk)
-        self.scans: dict[cst.FunctionDef, tuple[str, MethodScan]] = {}  # method -> (kind, its scan)
-        self.functions: dict[str, cst.FunctionDef] = {}  # module-level functions (the last of a name)
-        self.statics: dict[cst.FunctionDef, str] = {}  # static methods -> "Class.method"
-        self.bound: dict[cst.FunctionDef, str] = {}  # plain methods -> "Class.method"
+        self.scans: dict[ast.FunctionDef, tuple[str, MethodScan]] = {}  # method -> (kind, its scan)
+        self.functions: dict[str, ast.FunctionDef] = {}  # module-level functions (the last of a name)
+        self.statics: dict[ast.FunctionDef, str] = {}  # static methods -> "Class.method"
+        self.bound: dict[ast.FunctionDef, str] = {}  # plain methods -> "Class.method"
         self.current: Optional[MethodScan] = None  # set while a function is read with a parameter as self
-        self.generators: set[cst.FunctionDef] = set()  # methods whose own body yields
+        self.generators: set[ast.FunctionDef] = set()  # methods whose own body yields
 
     def wants_expressions(self, scope: Scope) -> bool:
         return scope.method is not None
 
-    def enter(self, node: cst.CSTNode, scope: Scope) -> None:
+    def enter(self, node: ast.AST, scope: Scope) -> None:
         if scope.kind != "function" or scope.parent is None:
             return
-        assert isinstance(node, cst.FunctionDef)
+        assert isinstance(node, FUNCTIONS)
         if scope.parent.kind == "class":
             kind = method_kind(self.walk.names.decorators(node))
             self.scans[node] = (kind, MethodScan.for_function(self.walk.names, node, kind))
             if kind == "staticmethod":  # summarised like a function, named Class.method
-                self.statics[node] = scope.parent.prefix + node.name.value
+                self.statics[node] = scope.parent.prefix + node.name
             elif kind == "method":  # ... and so is a method, with self left out, if it is handed a module
-                self.bound[node] = scope.parent.prefix + node.name.value
+                self.bound[node] = scope.parent.prefix + node.name
         elif scope.parent.kind == "module":
-            self.functions[node.name.value] = node
+            self.functions[node.name] = node
 
     def _scan(self, scope: Scope) -> Optional[MethodScan]:
         if self.current is not None:
@@ -550,19 +583,19 @@ class EntryUses(Collector):
     on_ann_assign = _relay("on_ann_assign")
     on_return = _relay("on_return")
 
-    def on_yield(self, node: cst.Yield, scope: Scope) -> None:
+    def on_yield(self, node: ast.Yield | ast.YieldFrom, scope: Scope) -> None:
         if self.current is None and scope.method is not None and scope.node is scope.method:
             self.generators.add(scope.method)
 
     def finish(self, results: dict[str, dict[str, Any]]) -> dict[str, Any]:
-        bodies: dict[cst.FunctionDef, MethodBody] = {}
+        bodies: dict[ast.FunctionDef, MethodBody] = {}
         for node, (kind, scan) in self.scans.items():
             bodies[node] = self._body(node, kind, scan)
         # Functions this file's methods hand modules to are located (their evidence gets lines);
-        # locating costs a code generation pass, too much for every function of every file.
+        # the others keep line 0, as they did when locating cost a code generation pass.
         local = {use.method.rpartition("#")[0] for body in bodies.values() for use in body.uses
                  if use.kind == PASS_CALL}
-        functions = tuple(self._function(node, node.name.value, node.name.value in local)
+        functions = tuple(self._function(node, node.name, node.name in local)
                           for node in self.functions.values())
         functions += tuple(self._function(node, name, False) for node, name in self.statics.items())
         # A method is read as a function only where this file hands it a module (self._run(self.head),
@@ -570,14 +603,14 @@ class EntryUses(Collector):
         handed = {ref.partition(".")[2] for ref in local if ref.startswith(("self.", "super."))}
         functions += tuple(summary for summary in (self._function(node, name, False, bound=True)
                                                    for node, name in self.bound.items()
-                                                   if node.name.value in handed) if summary.runs)
+                                                   if node.name in handed) if summary.runs)
         return {"_bodies": bodies, "functions": functions}  # all: a name that is a function is no module
 
-    def _body(self, node: cst.FunctionDef, kind: str, scan: MethodScan) -> MethodBody:
+    def _body(self, node: ast.FunctionDef, kind: str, scan: MethodScan) -> MethodBody:
         scan.resolve_local_calls()
         attrs = [(name, tuple(scan.sources(value))) for name, value in scan.assigned]
         attrs.extend((name, (Source(SRC_MODULE),)) for name in scan.registered)
-        attrs.extend((name, tuple(Source(SRC_ELEMENT, ref) for ref in scan.built_in([cst.Arg(value)])))
+        attrs.extend((name, tuple(Source(SRC_ELEMENT, ref) for ref in scan.built_in([value])))
                      for name, value in scan.elements)
         abstract = _is_abstract(node, self.walk.names.decorators(node))
         builds = list(scan.builds)
@@ -585,23 +618,20 @@ class EntryUses(Collector):
             builds.insert(0, self.walk.names.annotation_ref(node.returns))
         return MethodBody(kind, self._located(node, kind, scan.uses), tuple(dict.fromkeys(scan.returns)),
                           tuple(attrs), node in self.generators, abstract, tuple(b for b in dict.fromkeys(builds) if b),
-                          node.asynchronous is not None)
+                          type(node) is ast.AsyncFunctionDef)
 
-    def _function(self, fn: cst.FunctionDef, name: str, locate: bool, bound: bool = False) -> FunctionFacts:
+    def _function(self, fn: ast.FunctionDef, name: str, locate: bool, bound: bool = False) -> FunctionFacts:
         """A module-level function's summary: for each parameter it uses as a module, its body read
         with that parameter standing for self (so SpeechT5's ``_generate_speech(self, ...)`` and
         ``generate_fn(model=self.model)`` are read once, where they are defined). ``bound``: a
         method, whose ``self`` is left out and whose parameters count only if it calls them, calls
         their methods or iterates them (``self._run(self.head, x)``: ``def _run(self, module, x)``);
         handing a parameter on, which every method does with its tensors, would read them all."""
-        params = fn.params
-        every = [*params.posonly_params, *params.params, *params.kwonly_params][1 if bound else 0:]
-        names = [p.name.value for p in every]
+        every = params(fn)[1 if bound else 0:]
+        names = [p.name for p in every]
         # `pretrained=False`, `depth: int`: flags and numbers are never modules, whatever they are handed to
-        plain = {p.name.value for p in every if isinstance(p.default, _NOT_MODULE_NODES) or (
-            isinstance(p.default, cst.Name) and p.default.value in ("True", "False")) or (
-            p.annotation is not None and isinstance(p.annotation.annotation, cst.Name)
-            and p.annotation.annotation.value in PLAIN_TYPES)}
+        plain = {p.name for p in every if _not_module(p.default) or (
+            type(p.annotation) is ast.Name and p.annotation.id in PLAIN_TYPES)}
         candidates, returned = _module_candidates(fn, set(names) - plain, handed_on=not bound)
         if bound:
             returned = []  # what a method returns is its MethodFacts' to say
@@ -612,7 +642,7 @@ class EntryUses(Collector):
                 continue
             scan = self.current = MethodScan.for_function(self.walk.names, fn, "method", param)
             try:
-                self.walk.expressions([fn.body], Scope("function", fn, None, ""), only=self)
+                self.walk.expressions(fn.body, Scope("function", fn, None, ""), only=self)
             finally:
                 self.current = None
             scan.resolve_local_calls()
@@ -629,71 +659,68 @@ class EntryUses(Collector):
             builds.insert(0, self.walk.names.annotation_ref(fn.returns))
         return FunctionFacts(name, tuple(names), tuple(runs), tuple(b for b in dict.fromkeys(builds) if b))
 
-    def _located(self, fn: cst.FunctionDef, kind: str, uses: list[tuple[cst.CSTNode, Use]]) -> tuple[Use, ...]:
+    def _located(self, fn: ast.FunctionDef, kind: str, uses: list[tuple[ast.AST, Use]]) -> tuple[Use, ...]:
         """Give lines to the uses that can end an evidence chain: the first of each distinct use
         (a later twin is never chosen), in methods that can be reported or called. ``forward``,
         dunders and non-methods are never reported and never walked into, so they keep line 0,
         as do all uses of files read only to resolve names."""
-        name = fn.name.value
+        name = fn.name
         if not uses or not self.walk.locate or kind != "method" or name in contract.NEVER_ENTRY \
                 or contract.is_dunder(name):
             return tuple(use for _, use in uses)
-        first: dict[tuple[str, str, str, str], cst.CSTNode] = {}
+        first: dict[tuple[str, str, str, str], ast.AST] = {}
         for node, use in uses:
             first.setdefault((use.kind, use.name, use.method, use.text), node)
-        found = self.walk.positions([fn.name, *first.values()], root=fn)
-        offset = self.walk.def_position(fn)[0] - found[fn.name][0]
+        located = set(first.values())  # a node that is first for one use gives its line to all of its uses
         return tuple(
-            dataclasses.replace(use, line=found[node][0] + offset) if node in found else use
+            dataclasses.replace(use, line=self.walk.position(node)[0]) if node in located else use
             for node, use in uses
         )
 
 
-def _module_candidates(fn: cst.FunctionDef, params: set[str],
-                       handed_on: bool = True) -> tuple[set[str], list[cst.Return]]:
+def _module_candidates(fn: ast.FunctionDef, params: set[str],
+                       handed_on: bool = True) -> tuple[set[str], list[ast.Return]]:
     """Parameters the body may use as modules (called, a method of them called, iterated or, with
     ``handed_on``, handed to another call), and its return statements: one cheap pass before the
     real scans."""
     found: set[str] = set()
-    returns: list[cst.Return] = []
-    stack: list[cst.CSTNode] = [fn.body]
+    returns: list[ast.Return] = []
+    stack: list[ast.AST] = list(reversed(fn.body))
     while stack:
         node = stack.pop()
         kind = type(node)
-        if kind in LEAVES or kind is cst.ClassDef:
+        if kind in LEAVES or kind is ast.ClassDef:
             continue
-        if kind is cst.Call:
-            root = split_chain(node.func)[0]  # type: ignore[attr-defined]
-            if isinstance(root, cst.Name) and root.value in params:
-                found.add(root.value)
-            for arg in node.args if handed_on else ():  # type: ignore[attr-defined]
+        if kind is ast.Call:
+            root = split_chain(node.func)[0]
+            if type(root) is ast.Name and root.id in params:
+                found.add(root.id)
+            for arg in call_args(node) if handed_on else ():
                 inner = split_chain(arg.value)[0]
-                if isinstance(inner, cst.Name) and inner.value in params:
-                    found.add(inner.value)
-        elif kind is cst.For or kind is cst.CompFor:
-            root = split_chain(node.iter)[0]  # type: ignore[attr-defined]
-            if isinstance(root, cst.Name) and root.value in params:
-                found.add(root.value)
-        elif kind is cst.Return:
-            returns.append(node)  # type: ignore[arg-type]
+                if type(inner) is ast.Name and inner.id in params:
+                    found.add(inner.id)
+        elif kind is ast.For or kind is ast.AsyncFor or kind is ast.comprehension:
+            root = split_chain(node.iter)[0]
+            if type(root) is ast.Name and root.id in params:
+                found.add(root.id)
+        elif kind is ast.Return:
+            returns.append(node)
         stack.extend(child_nodes(node))
     return found, returns
 
 
-def _is_abstract(node: cst.FunctionDef, decorators: tuple[str, ...]) -> bool:
+def _is_abstract(node: ast.FunctionDef, decorators: tuple[str, ...]) -> bool:
     """``@abstractmethod``, or a body that does nothing but document, pass or raise NotImplementedError."""
     if any(d.rpartition(".")[2] == "abstractmethod" for d in decorators):
         return True
-    body = node.body.body if isinstance(node.body, cst.IndentedBlock) else node.body.body
-    for stmt in body:
-        smalls = stmt.body if isinstance(stmt, cst.SimpleStatementLine) else (stmt,)
-        for small in smalls:
-            if isinstance(small, cst.Pass) or (isinstance(small, cst.Expr) and isinstance(
-                    small.value, (cst.SimpleString, cst.ConcatenatedString, cst.Ellipsis))):
-                continue
-            if isinstance(small, cst.Raise) and small.exc is not None and (
-                    dotted_name(small.exc.func if isinstance(small.exc, cst.Call) else small.exc) or ""
-            ).endswith("NotImplementedError"):
-                continue
-            return False
+    for stmt in node.body:
+        kind = type(stmt)
+        if kind is ast.Pass or (kind is ast.Expr and type(stmt.value) is ast.Constant and (
+                type(stmt.value.value) in (str, bytes) or stmt.value.value is Ellipsis)):
+            continue  # a docstring or `...`
+        if kind is ast.Raise and stmt.exc is not None and (
+                dotted_name(stmt.exc.func if type(stmt.exc) is ast.Call else stmt.exc) or ""
+        ).endswith("NotImplementedError"):
+            continue
+        return False
     return True

@@ -1,4 +1,4 @@
-"""Source -> ``FileFacts``: one parse and one traversal per file, filled by collectors.
+"""Source -> ``FileFacts``: one ``ast`` parse and one traversal per file, filled by collectors.
 
 ``COLLECTORS`` lists them, one per concern. A file is parsed only if its text holds a trigger of
 some collector (``wanted``): a file with none of them can hold no finding and define nothing
@@ -8,10 +8,9 @@ another file needs. A new rule that needs new facts adds a collector here and it
 
 from __future__ import annotations
 
+import ast
 import re
-from typing import Sequence
-
-import libcst as cst
+from typing import Optional, Sequence
 
 from lint_rules.facts.classes import Classes
 from lint_rules.facts.entry_uses import EntryUses
@@ -20,9 +19,9 @@ from lint_rules.facts.init_contexts import InitContexts
 from lint_rules.facts.meta_submodules import MetaSubmodules
 from lint_rules.facts.model import FileFacts
 from lint_rules.facts.model_flow import ModelFlow
-from lint_rules.facts.parse import parse
 from lint_rules.facts.traversal import Collector, FileWalk
 from lint_rules.noqa import noqa_lines
+from lint_rules.source import python_parse
 
 COLLECTORS: tuple[type[Collector], ...] = (EntryUses, Classes, ModelFlow, MetaSubmodules, InitContexts,
                                            ForwardPatches)
@@ -37,16 +36,19 @@ def wanted(source: str, collectors: Sequence[type[Collector]] = COLLECTORS,
 
 
 def extract(source: str, path: str, module: str = "", is_package: bool = False, locate: bool = True,
-            tree: cst.Module | None = None) -> FileFacts:
-    """Facts of one file's text. Raises ``libcst.ParserSyntaxError`` on invalid syntax.
+            tree: Optional[ast.Module] = None) -> FileFacts:
+    """Facts of one file's text (``tree``: its ``ast``, if already parsed). Raises ``SyntaxError``
+    on invalid syntax.
 
     ``locate=False`` is for files read only to resolve names: evidence lines stay 0, and the file
     is parsed even if no collector wants it (its imports may re-export what another file needs)."""
     active = wanted(source, resolving=not locate)
-    if not active and tree is None and locate:
+    if not active and locate:
         return FileFacts(path=path, module=module, imports=(), classes=(), marks=(), parsed=False)
     if tree is None:
-        tree = parse(source)
+        tree, error = python_parse(source, path)
+        if tree is None:
+            raise error
     walk = FileWalk(source, module, is_package, active, locate=locate)
     fields = walk.run(tree)
     fields.setdefault("classes", ())

@@ -18,15 +18,14 @@
 
 from __future__ import annotations
 
+import ast
 from dataclasses import dataclass
 from typing import Any, Optional
-
-import libcst as cst
 
 from lint_rules.facts.devices import init_context
 from lint_rules.facts.model import COMPILE, InitCall
 from lint_rules.facts.traversal import Collector, Scope
-from lint_rules.facts.walk import LEAVES, child_nodes, dotted_name
+from lint_rules.facts.walk import DEFINITIONS, LEAVES, call_args, child_nodes, dotted_name
 from lint_rules.vocabulary import INIT_METHODS  # what a chain from a construction starts with
 
 
@@ -34,7 +33,7 @@ from lint_rules.vocabulary import INIT_METHODS  # what a chain from a constructi
 class _Call:
     scope: str
     callee: str
-    node: cst.CSTNode  # the callee's last name
+    node: ast.expr  # the callee: the finding points at its last name
     context: str
     local: bool
 
@@ -51,79 +50,99 @@ def _qualname(scope: Scope) -> str:
     return current.prefix.removesuffix(".<locals>.")
 
 
+def _children(node: ast.AST) -> list[ast.AST]:
+    """Child nodes in reverse order, ready for a stack: a call's arguments and a dict's keys and
+    values as written (``ast`` keeps keywords after positionals, keys before values)."""
+    kind = type(node)
+    if kind is ast.Call:
+        found: list[ast.AST] = [node.func, *(arg.value for arg in call_args(node))]
+    elif kind is ast.Dict:
+        found = []
+        for key, value in zip(node.keys, node.values):
+            if key is not None:
+                found.append(key)
+            found.append(value)
+    else:
+        return child_nodes(node)
+    found.reverse()
+    return found
+
+
 class InitContexts(Collector):
     name = "init_contexts"
     triggers = ("class", "compile", "init_module", "_EmptyInit", "meta")
-    handlers = {cst.With: "on_with", cst.Assign: "on_assign", cst.FunctionDef: "on_def", cst.Call: "on_call"}
+    handlers = {ast.With: "on_with", ast.Assign: "on_assign", ast.FunctionDef: "on_def", ast.Call: "on_call"}
 
     def __init__(self, walk: Any) -> None:
         super().__init__(walk)
         self.compiles = "compile" in walk.source
         self.compiled: list[str] = []
-        self.locals: dict[cst.CSTNode, set[str]] = {}  # function -> local names bound to torch.compile
+        self.locals: dict[ast.AST, set[str]] = {}  # function -> local names bound to torch.compile
         self.calls: list[_Call] = []
-        self.seen: set[cst.Call] = set()  # calls already recorded inside a context
-        self.contexts: dict[tuple[Optional[cst.CSTNode], str], str] = {}  # (function, name) -> the context it holds
+        self.seen: set[ast.Call] = set()  # calls already recorded inside a context
+        self.contexts: dict[tuple[Optional[ast.AST], str], str] = {}  # (function, name) -> the context it holds
 
     def wants_expressions(self, scope: Scope) -> bool:
         return scope.method is not None
 
-    def _is_compile(self, expr: Optional[cst.BaseExpression]) -> bool:
-        return isinstance(expr, cst.Call) and self.walk.names.resolve(dotted_name(expr.func) or "") == COMPILE
+    def _is_compile(self, expr: Optional[ast.expr]) -> bool:
+        return type(expr) is ast.Call and self.walk.names.resolve(dotted_name(expr.func) or "") == COMPILE
 
-    def on_assign(self, node: cst.Assign, scope: Scope) -> None:
+    def on_assign(self, node: ast.Assign, scope: Scope) -> None:
         context = init_context(node.value, self.walk.names)
         if context is not None:  # ctx = fabric.init_module(empty_init=True); with ctx: ...
             function = scope.function
             for target in node.targets:
-                if isinstance(target.target, cst.Name):
-                    self.contexts[(function.node if function else None, target.target.value)] = context
+                if type(target) is ast.Name:
+                    self.contexts[(function.node if function else None, target.id)] = context
             return
         if not self._is_compile(node.value):
             return
         for target in node.targets:
-            if isinstance(target.target, cst.Name):
+            if type(target) is ast.Name:
                 function = scope.function
                 if function is None:
-                    self.compiled.append(target.target.value)
+                    self.compiled.append(target.id)
                 else:
-                    self.locals.setdefault(function.node, set()).add(target.target.value)
+                    self.locals.setdefault(function.node, set()).add(target.id)
 
-    def on_def(self, node: cst.FunctionDef, scope: Scope) -> None:
+    def on_def(self, node: ast.FunctionDef | ast.AsyncFunctionDef, scope: Scope) -> None:
         if scope.kind == "module" and COMPILE in self.walk.names.decorators(node):
-            self.compiled.append(node.name.value)
+            self.compiled.append(node.name)
 
-    def _held(self, item: cst.BaseExpression, scope: Scope) -> Optional[str]:
+    def _held(self, item: ast.expr, scope: Scope) -> Optional[str]:
         """The context a name holds (``with ctx:``), bound in this function or at module level."""
         function = scope.function
-        if not isinstance(item, cst.Name):
+        if type(item) is not ast.Name:
             return None
-        return self.contexts.get((function.node if function else None, item.value)) or self.contexts.get(
-            (None, item.value))
+        return self.contexts.get((function.node if function else None, item.id)) or self.contexts.get(
+            (None, item.id))
 
-    def on_with(self, node: cst.With, scope: Scope) -> None:
-        context = next((c for c in (init_context(i.item, self.walk.names) or self._held(i.item, scope)
+    def on_with(self, node: ast.With | ast.AsyncWith, scope: Scope) -> None:
+        names = self.walk.names
+        context = next((c for c in (init_context(i.context_expr, names) or self._held(i.context_expr, scope)
                                     for i in node.items) if c), None)
         if context is None:
             return
         me = scope.self_name
         function = scope.function
         local = self.locals.get(function.node, set()) if function is not None else set()
-        stack: list[cst.CSTNode] = [node.body]
+        stack: list[ast.AST] = list(reversed(node.body))
         while stack:
             current = stack.pop()
-            if isinstance(current, (cst.FunctionDef, cst.ClassDef, cst.Lambda)) or type(current) in LEAVES:
+            kind = type(current)
+            if kind in LEAVES or kind in DEFINITIONS or kind is ast.Lambda:
                 continue
-            if isinstance(current, cst.Call) and current not in self.seen:
+            if kind is ast.Call and current not in self.seen:
                 self.seen.add(current)
                 self._record(current, scope, me, context, local)
-            stack.extend(child_nodes(current))
+            stack.extend(_children(current))
 
-    def on_call(self, call: cst.Call, scope: Scope) -> None:
+    def on_call(self, call: ast.Call, scope: Scope) -> None:
         if call not in self.seen and scope.method is not None:
             self._record(call, scope, scope.self_name, "", set())
 
-    def _record(self, call: cst.Call, scope: Scope, me: Optional[str], context: str, local: set[str]) -> None:
+    def _record(self, call: ast.Call, scope: Scope, me: Optional[str], context: str, local: set[str]) -> None:
         func = call.func
         text = dotted_name(func)
         if text is None:
@@ -137,8 +156,7 @@ class InitContexts(Collector):
             callee = text if root in local else self.walk.names.resolve(text)
             if not context and callee.split(".", 1)[0] == "torch":
                 return  # outside contexts: compiled functions and the classes __init__ builds, never torch's
-        last = func.attr if isinstance(func, cst.Attribute) else func
-        self.calls.append(_Call(_qualname(scope), callee, last, context, root in local))
+        self.calls.append(_Call(_qualname(scope), callee, func, context, root in local))
 
     def _init_reached(self) -> set[str]:
         """Scopes of ``__init__``/``configure_model`` and the helper methods they reach via ``self.<name>(...)``."""
@@ -155,6 +173,12 @@ class InitContexts(Collector):
                 todo.extend(edges.get(scope, ()))
         return reached
 
+    def _position(self, func: ast.expr) -> tuple[int, int]:
+        """Where the callee's last name starts (``f`` in ``f(...)``, ``g`` in ``a.g(...)``)."""
+        if type(func) is ast.Attribute:
+            return self.walk.attr_position(func)
+        return self.walk.position(func)
+
     def finish(self, results: dict[str, dict[str, Any]]) -> dict[str, Any]:
         fields: dict[str, Any] = {}
         if self.compiled:
@@ -162,8 +186,7 @@ class InitContexts(Collector):
         reached = self._init_reached()
         kept = [c for c in self.calls if c.context or c.scope in reached]
         if kept:
-            located = [c.node for c in kept if c.context or self.compiles]
-            positions = self.walk.positions(located) if located else {}
             fields["init_calls"] = tuple(
-                InitCall(c.scope, c.callee, *positions.get(c.node, (0, 0)), c.context, c.local) for c in kept)
+                InitCall(c.scope, c.callee, *(self._position(c.node) if c.context or self.compiles else (0, 0)),
+                         c.context, c.local) for c in kept)
         return fields

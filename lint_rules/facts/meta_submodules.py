@@ -30,28 +30,31 @@ appear here.
 
 from __future__ import annotations
 
+import ast
 from dataclasses import dataclass
 from typing import Any, Optional
-
-import libcst as cst
 
 from lint_rules.facts.devices import is_meta
 from lint_rules.facts.model import MetaSubmodule
 from lint_rules.facts.traversal import Collector, Scope
-from lint_rules.facts.walk import LEAVES, child_nodes, dotted_name, string_value
+from lint_rules.facts.walk import (DEFINITIONS, FUNCTIONS, call_args, dotted_name, is_constant, nested_statements,
+                                   params, string_value)
 from lint_rules.vocabulary import ACCELERATE_META_CONTEXTS, ADD_SUBMODULE, DEEPCOPY, MODULE_KEEPS_DEVICE
 
 Meta = tuple[str, str]  # (how it got on meta, as shown; what: a class reference, "self", "self.<attr>", "module")
 #: ``self.<attr>.<method>(value)``: the container methods that register their argument(s) (torch 2.13
 #: ``ModuleList.append/extend/insert``, ``ModuleDict.update``; ``Sequential.append``).
 _CONTAINER_ADDS = frozenset({"append", "extend", "insert", "update"})
+#: Statements holding blocks (their simple statements are inside a ``with`` around them).
+_COMPOUND = (ast.If, ast.For, ast.AsyncFor, ast.While, ast.With, ast.AsyncWith, ast.Try, ast.Match,
+             *((ast.TryStar,) if hasattr(ast, "TryStar") else ()))
 
 
 @dataclass
 class _Found:
     cls: str
     attr: str
-    node: cst.CSTNode
+    node: ast.expr  # ``self.<attr>`` (the finding points at its name) or the string naming it
     how: str
     value: str
 
@@ -59,169 +62,174 @@ class _Found:
 class MetaSubmodules(Collector):
     name = "meta_submodules"
     triggers = ("meta",)
-    handlers = {cst.With: "on_with", cst.Assign: "on_assign", cst.AnnAssign: "on_assign", cst.Call: "on_call"}
+    handlers = {ast.With: "on_with", ast.Assign: "on_assign", ast.AnnAssign: "on_assign", ast.Call: "on_call"}
 
     def __init__(self, walk: Any) -> None:
         super().__init__(walk)
-        self.in_meta: dict[cst.CSTNode, str] = {}  # statement lines inside a meta context
+        self.in_meta: dict[ast.stmt, str] = {}  # simple statements inside a meta context
         self.found: list[_Found] = []
         self.materialised: set[tuple[str, str]] = set()  # (class, attr); attr "" = the whole module
         # Names holding "meta" / torch.device("meta") (None: module level), meta contexts, locals on meta
-        self.meta_names: dict[Optional[cst.CSTNode], set[str]] = {}
-        self.contexts: dict[Optional[cst.CSTNode], set[str]] = {}
-        self.locals: dict[tuple[cst.CSTNode, str], Meta] = {}
-        self.default_meta: set[cst.CSTNode] = set()  # methods after torch.set_default_device("meta")
+        self.meta_names: dict[Optional[ast.AST], set[str]] = {}
+        self.contexts: dict[Optional[ast.AST], set[str]] = {}
+        self.locals: dict[tuple[ast.AST, str], Meta] = {}
+        self.default_meta: set[ast.AST] = set()  # methods after torch.set_default_device("meta")
 
     def wants_expressions(self, scope: Scope) -> bool:
         return scope.method is not None
 
     # -- what is "meta" ------------------------------------------------------------------------
-    def _key(self, scope: Scope) -> Optional[cst.CSTNode]:
+    def _key(self, scope: Scope) -> Optional[ast.AST]:
         function = scope.function
         return function.node if function is not None else None
 
-    def _is_meta(self, expr: cst.BaseExpression, scope: Scope) -> bool:
+    def _is_meta(self, expr: ast.expr, scope: Scope) -> bool:
         """``"meta"``, ``torch.device("meta")``, or a name holding one (here, a default, a constant)."""
         if is_meta(expr, self.walk.names):
             return True
-        if isinstance(expr, cst.Call) and self.walk.names.resolve(dotted_name(expr.func) or "") == "torch.device" \
-                and expr.args:
-            expr = expr.args[0].value
-        return isinstance(expr, cst.Name) and any(
-            expr.value in self.meta_names.get(key, ()) for key in (self._key(scope), None))
+        if type(expr) is ast.Call and self.walk.names.resolve(dotted_name(expr.func) or "") == "torch.device":
+            args = call_args(expr)
+            if args:
+                expr = args[0].value
+        return type(expr) is ast.Name and any(
+            expr.id in self.meta_names.get(key, ()) for key in (self._key(scope), None))
 
-    def _meta_keyword(self, call: cst.Call, scope: Scope) -> bool:
-        return any(a.keyword is not None and a.keyword.value == "device" and self._is_meta(a.value, scope)
-                   for a in call.args)
+    def _meta_keyword(self, call: ast.Call, scope: Scope) -> bool:
+        return any(a.keyword == "device" and self._is_meta(a.value, scope) for a in call_args(call))
 
-    def _context(self, expr: cst.BaseExpression, scope: Scope) -> Optional[str]:
+    def _context(self, expr: ast.expr, scope: Scope) -> Optional[str]:
         """How a ``with`` item that builds on meta is shown, or None."""
-        if not isinstance(expr, cst.Call):
+        if type(expr) is not ast.Call:
             return None
         func = dotted_name(expr.func) or ""
         ref = self.walk.names.resolve(func)
-        if ref == "torch.device" and expr.args and self._is_meta(expr.args[0].value, scope):
+        args = call_args(expr)
+        if ref == "torch.device" and args and self._is_meta(args[0].value, scope):
             return 'with torch.device("meta")'
         if ref.split(".", 1)[0] == "accelerate" and ref.rpartition(".")[2] in ACCELERATE_META_CONTEXTS:
             last = ref.rpartition(".")[2]
-            if last == "init_empty_weights" or (expr.args and self._is_meta(expr.args[0].value, scope)):
+            if last == "init_empty_weights" or (args and self._is_meta(args[0].value, scope)):
                 return f"with {last}()"
-        if isinstance(expr.func, cst.Name) and any(func in self.contexts.get(key, ())
-                                                   for key in (self._key(scope), None)):
+        if type(expr.func) is ast.Name and any(func in self.contexts.get(key, ())
+                                               for key in (self._key(scope), None)):
             return f"with {func}() (init_empty_weights)"
         return None
 
-    def _binds_context(self, value: cst.BaseExpression) -> bool:
+    def _binds_context(self, value: ast.expr) -> bool:
         """``init_empty_weights``, or ``init_empty_weights if low_memory else nullcontext``."""
-        options = [value.body, value.orelse] if isinstance(value, cst.IfExp) else [value]
+        options = [value.body, value.orelse] if type(value) is ast.IfExp else [value]
         return any(self.walk.names.resolve(dotted_name(o) or "").rpartition(".")[2] == "init_empty_weights"
                    for o in options)
 
     # -- handlers ------------------------------------------------------------------------------
-    def enter(self, node: cst.CSTNode, scope: Scope) -> None:
-        if isinstance(node, cst.FunctionDef):  # parameters whose default is meta: `device="meta"`
-            params = [*node.params.posonly_params, *node.params.params, *node.params.kwonly_params]
-            self.meta_names[node] = {p.name.value for p in params
+    def enter(self, node: ast.AST, scope: Scope) -> None:
+        if type(node) in FUNCTIONS:  # parameters whose default is meta: `device="meta"`
+            self.meta_names[node] = {p.name for p in params(node)
                                      if p.default is not None and self._is_meta(p.default, scope)}
 
-    def on_with(self, node: cst.With, scope: Scope) -> None:
-        how = next((found for found in (self._context(item.item, scope) for item in node.items) if found), None)
+    def on_with(self, node: ast.With | ast.AsyncWith, scope: Scope) -> None:
+        how = next((found for found in (self._context(item.context_expr, scope) for item in node.items) if found),
+                   None)
         if scope.method is None or how is None:
             return
-        stack: list[cst.CSTNode] = [node.body]
-        while stack:  # the statement lines of the block, not those of nested definitions
+        stack: list[ast.stmt] = list(node.body)
+        while stack:  # the simple statements of the block, not those of nested definitions
             current = stack.pop()
-            if isinstance(current, (cst.SimpleStatementLine, cst.SimpleStatementSuite)):
+            kind = type(current)
+            if kind in _COMPOUND:
+                for body in nested_statements(current):
+                    stack.extend(body)
+            elif kind not in DEFINITIONS:
                 self.in_meta[current] = how
-            elif not isinstance(current, (cst.FunctionDef, cst.ClassDef, cst.Lambda)) and type(current) not in LEAVES:
-                stack.extend(child_nodes(current))
 
-    def on_assign(self, node: cst.Assign | cst.AnnAssign, scope: Scope) -> None:
+    def on_assign(self, node: ast.Assign | ast.AnnAssign, scope: Scope) -> None:
         if node.value is None:
             return
-        targets = [t.target for t in node.targets] if isinstance(node, cst.Assign) else [node.target]
+        targets = node.targets if type(node) is ast.Assign else [node.target]
         key = self._key(scope)
         for target in targets:
-            if isinstance(target, cst.Name):  # a name: "meta", a context factory, or a local on meta
+            if type(target) is ast.Name:  # a name: "meta", a context factory, or a local on meta
                 (self.meta_names.setdefault(key, set()).add if self._is_meta(node.value, scope)
-                 else self.meta_names.setdefault(key, set()).discard)(target.value)
+                 else self.meta_names.setdefault(key, set()).discard)(target.id)
                 if self._binds_context(node.value):
-                    self.contexts.setdefault(key, set()).add(target.value)
+                    self.contexts.setdefault(key, set()).add(target.id)
                 if scope.method is not None:
                     found = self._on_meta(node.value, scope)
                     if found is None:
-                        self.locals.pop((scope.method, target.value), None)
+                        self.locals.pop((scope.method, target.id), None)
                     else:
-                        self.locals[(scope.method, target.value)] = found
+                        self.locals[(scope.method, target.id)] = found
                 continue
-            container = target.value if isinstance(target, cst.Subscript) else target
+            container = target.value if type(target) is ast.Subscript else target
             attr = self._self_attr(container, scope)
             if attr is not None:  # self.<attr> = value, self.<attr>[key] = value
                 self._register(attr, container, node.value, scope)
 
-    def on_call(self, call: cst.Call, scope: Scope) -> None:
+    def on_call(self, call: ast.Call, scope: Scope) -> None:
         func = call.func
         owner, me = scope.enclosing_class, scope.self_name
         if owner is None or me is None:
             return
-        name = func.attr.value if isinstance(func, cst.Attribute) else dotted_name(func) or ""
-        if self.walk.names.resolve(dotted_name(func) or "") == "torch.set_default_device" and call.args \
+        is_attribute = type(func) is ast.Attribute
+        name = func.attr if is_attribute else dotted_name(func) or ""
+        args = call_args(call)
+        if self.walk.names.resolve(dotted_name(func) or "") == "torch.set_default_device" and args \
                 and scope.method is not None:
-            (self.default_meta.add if self._is_meta(call.args[0].value, scope)
+            (self.default_meta.add if self._is_meta(args[0].value, scope)
              else self.default_meta.discard)(scope.method)
             return
-        if name == "setattr" and len(call.args) == 3 and dotted_name(call.args[0].value) == me:
-            attr = string_value(call.args[1].value)
+        if name == "setattr" and len(args) == 3 and dotted_name(args[0].value) == me:
+            attr = string_value(args[1].value)
             if attr:
-                self._register(attr, call.args[1].value, call.args[2].value, scope)
+                self._register(attr, args[1].value, args[2].value, scope)
             return
-        if not isinstance(func, cst.Attribute):
+        if not is_attribute:
             return
         receiver = dotted_name(func.value)
-        if name in ADD_SUBMODULE and receiver == me and len(call.args) >= 2:
-            attr = string_value(call.args[0].value)
+        if name in ADD_SUBMODULE and receiver == me and len(args) >= 2:
+            attr = string_value(args[0].value)
             if attr:
-                self._register(attr, call.args[0].value, call.args[1].value, scope)
+                self._register(attr, args[0].value, args[1].value, scope)
             return
         attr = self._self_attr(func.value, scope)
-        if name in _CONTAINER_ADDS and attr is not None and call.args:
-            for value in _elements(call.args[-1].value, name):
+        if name in _CONTAINER_ADDS and attr is not None and args:
+            for value in _elements(args[-1].value, name):
                 self._register(attr, func.value, value, scope)
             return
         if name == "to" and attr is not None:  # self.<attr>.to("meta"): moved in place, whatever is done with it
             self._register(attr, func.value, call, scope)
             return
-        if name == "to" and isinstance(func.value, cst.Name) and scope.method is not None:
+        if name == "to" and type(func.value) is ast.Name and scope.method is not None:
             found = self._on_meta(call, scope)  # local.to("meta") in place
             if found is not None:
-                self.locals[(scope.method, func.value.value)] = (found[0], self._param_class(func.value, scope))
+                local = func.value
+                self.locals[(scope.method, local.id)] = (found[0], self._param_class(local, scope))
             return
         self._materialise(call, scope)
 
-    def _materialise(self, call: cst.Call, scope: Scope) -> None:
+    def _materialise(self, call: ast.Call, scope: Scope) -> None:
         """``self[.attr].to_empty(device=<not meta>)``, ``...load_state_dict(..., assign=True)``; on
         a local: it is not on meta any more."""
         func = call.func
-        assert isinstance(func, cst.Attribute)
-        method = func.attr.value
+        assert isinstance(func, ast.Attribute)
+        method = func.attr
         if method == "to_empty":
             if self._meta_keyword(call, scope):
                 return
         elif method == "load_state_dict":
-            if not any(a.keyword is not None and a.keyword.value == "assign" and isinstance(a.value, cst.Name)
-                       and a.value.value == "True" for a in call.args):
+            if not any(a.keyword == "assign" and is_constant(a.value, True) for a in call_args(call)):
                 return
         else:
             return
         me, owner = scope.self_name, scope.enclosing_class
         attr = "" if dotted_name(func.value) == me else self._self_attr(func.value, scope)
-        if isinstance(func.value, cst.Name) and attr is None and scope.method is not None:
-            self.locals.pop((scope.method, func.value.value), None)
+        if type(func.value) is ast.Name and attr is None and scope.method is not None:
+            self.locals.pop((scope.method, func.value.id), None)
         elif owner is not None and attr is not None:
             self.materialised.add((owner.prefix.removesuffix("."), attr))
 
     # -- values --------------------------------------------------------------------------------
-    def _self_attr(self, expr: cst.BaseExpression, scope: Scope) -> Optional[str]:
+    def _self_attr(self, expr: ast.expr, scope: Scope) -> Optional[str]:
         """``attr`` if ``expr`` is ``self.<attr>``."""
         text = dotted_name(expr)
         me = scope.self_name
@@ -229,36 +237,36 @@ class MetaSubmodules(Collector):
             return None
         return text.split(".", 1)[1]
 
-    def _register(self, attr: str, node: cst.CSTNode, value: cst.BaseExpression, scope: Scope) -> None:
+    def _register(self, attr: str, node: ast.expr, value: ast.expr, scope: Scope) -> None:
         owner = scope.enclosing_class
         if owner is None or scope.method is None:
             return
         found = self._on_meta(value, scope)
         if found is not None:
-            where = node.attr if isinstance(node, cst.Attribute) else node
-            self.found.append(_Found(owner.prefix.removesuffix("."), attr, where, *found))
+            self.found.append(_Found(owner.prefix.removesuffix("."), attr, node, *found))
 
-    def _on_meta(self, value: cst.BaseExpression, scope: Scope) -> Optional[Meta]:
+    def _on_meta(self, value: ast.expr, scope: Scope) -> Optional[Meta]:
         """(how, what) if ``value`` ends up on meta."""
         names = self.walk.names
         me = scope.self_name or ""
-        while (isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute)
-               and value.func.attr.value in MODULE_KEEPS_DEVICE):  # X().to("meta").eval() is X on meta
+        while (type(value) is ast.Call and type(value.func) is ast.Attribute
+               and value.func.attr in MODULE_KEEPS_DEVICE):  # X().to("meta").eval() is X on meta
             value = value.func.value
-        if isinstance(value, cst.Name) and scope.method is not None:
-            return self.locals.get((scope.method, value.value))
-        if not isinstance(value, cst.Call):
+        if type(value) is ast.Name and scope.method is not None:
+            return self.locals.get((scope.method, value.id))
+        if type(value) is not ast.Call:
             return None
         func = value.func
-        if isinstance(func, cst.Attribute) and func.attr.value in ("to", "to_empty"):
-            positional = [a.value for a in value.args if a.keyword is None]
-            device = (positional[:1] if func.attr.value == "to" else []) + [
-                a.value for a in value.args if a.keyword is not None and a.keyword.value == "device"]
+        if type(func) is ast.Attribute and func.attr in ("to", "to_empty"):
+            args = call_args(value)
+            positional = [a.value for a in args if a.keyword is None]
+            device = (positional[:1] if func.attr == "to" else []) + [
+                a.value for a in args if a.keyword == "device"]
             if not any(self._is_meta(d, scope) for d in device):
                 return None
-            how = f'.{func.attr.value}(device="meta")' if func.attr.value == "to_empty" else '.to("meta")'
+            how = f'.{func.attr}(device="meta")' if func.attr == "to_empty" else '.to("meta")'
             what = self._what(func.value, scope)
-            if func.attr.value == "to_empty":
+            if func.attr == "to_empty":
                 what = what or "module"
             return (how, what) if what else None
         ref = names.resolve(dotted_name(func) or "")
@@ -268,69 +276,77 @@ class MetaSubmodules(Collector):
             return 'device="meta"', ref
         if ref in DEEPCOPY:
             return None
-        if self.walk.statement in self.in_meta:
-            return self.in_meta[self.walk.statement], ref
+        statement = self.walk.statement
+        if statement in self.in_meta:
+            return self.in_meta[statement], ref
         if scope.method in self.default_meta:
             return 'torch.set_default_device("meta")', ref
         return None
 
-    def _what(self, expr: cst.BaseExpression, scope: Scope) -> str:
+    def _what(self, expr: ast.expr, scope: Scope) -> str:
         """What ``.to(...)`` was applied to: a class built here, ``self``, ``self.<attr>``, the
         annotated class of a parameter, "" if unknown."""
         me = scope.self_name or ""
-        if isinstance(expr, cst.Call) and self.walk.names.resolve(dotted_name(expr.func) or "") in DEEPCOPY:
-            expr = expr.args[0].value if expr.args else expr
+        if type(expr) is ast.Call and self.walk.names.resolve(dotted_name(expr.func) or "") in DEEPCOPY:
+            args = call_args(expr)
+            expr = args[0].value if args else expr
         if dotted_name(expr) == me:
             return "self"
         attr = self._self_attr(expr, scope)
         if attr is not None:
             return f"self.{attr}"
-        if isinstance(expr, cst.Name):
+        if type(expr) is ast.Name:
             return self._param_class(expr, scope)
-        if isinstance(expr, cst.Call):
+        if type(expr) is ast.Call:
             ref = self.walk.names.resolve(dotted_name(expr.func) or "")
             return ref if ref and ref.split(".", 1)[0] != me else ""
         return ""
 
-    def _param_class(self, name: cst.Name, scope: Scope) -> str:
+    def _param_class(self, name: ast.Name, scope: Scope) -> str:
         """The class a parameter is annotated with (``encoder: nn.Module``), "" if none."""
         method = scope.method
         if method is None:
             return ""
-        params = [*method.params.posonly_params, *method.params.params, *method.params.kwonly_params]
-        for param in params:
-            if param.name.value == name.value and param.annotation is not None:
+        for param in params(method):
+            if param.name == name.id and param.annotation is not None:
                 return self.walk.names.annotation_ref(param.annotation)
         return ""
+
+    def _position(self, node: ast.expr) -> tuple[int, int]:
+        """Where the attribute's name starts: in ``self.<name>``, or inside the string literal naming it."""
+        if type(node) is ast.Attribute:
+            return self.walk.attr_position(node)
+        line, col = self.walk.position(node)
+        return line, col + _opening(self.walk.lines[line - 1], col)
 
     def finish(self, results: dict[str, dict[str, Any]]) -> dict[str, Any]:
         if not self.found:
             return {}
-        positions = self.walk.positions([f.node for f in self.found])
         return {"meta_submodules": tuple(dict.fromkeys(
-            MetaSubmodule(f.cls, f.attr, positions[f.node][0], positions[f.node][1] + _opening(f.node), f.how, f.value,
+            MetaSubmodule(f.cls, f.attr, *self._position(f.node), f.how, f.value,
                           (f.cls, f.attr) in self.materialised or (f.cls, "") in self.materialised)
             for f in self.found))}
 
 
-def _elements(value: cst.BaseExpression, method: str) -> list[cst.BaseExpression]:
+def _elements(value: ast.expr, method: str) -> list[ast.expr]:
     """What a container method registers: the argument (``append``, ``insert``), the elements of a
     list or tuple (``extend``), the values of a dict display (``update``)."""
     if method in ("append", "insert"):
         return [value]
-    if method == "extend" and isinstance(value, (cst.List, cst.Tuple)):
-        return [e.value for e in value.elements if isinstance(e, cst.Element)]
-    if method == "extend" and isinstance(value, (cst.ListComp, cst.GeneratorExp)):
+    kind = type(value)
+    if method == "extend" and (kind is ast.List or kind is ast.Tuple):
+        return [e for e in value.elts if type(e) is not ast.Starred]
+    if method == "extend" and (kind is ast.ListComp or kind is ast.GeneratorExp):
         return [value.elt]
-    if method == "update" and isinstance(value, cst.Dict):
-        return [e.value for e in value.elements if isinstance(e, cst.DictElement)]
+    if method == "update" and kind is ast.Dict:
+        return [v for k, v in zip(value.keys, value.values) if k is not None]
     return []
 
 
-def _opening(node: cst.CSTNode) -> int:
-    """Where a name given as a string starts inside its literal (``"added"``: 1): the finding
-    points at the name, as it does at ``self.<name>``."""
-    if not isinstance(node, cst.SimpleString):
-        return 0
-    prefix = len(node.value) - len(node.value.lstrip("rbuRBUfF"))
-    return prefix + len(node.quote)
+def _opening(text: str, col: int) -> int:
+    """Where a name given as a string starts inside its literal (``"added"``: 1), the literal
+    starting at ``col`` of ``text``: the finding points at the name, as it does at ``self.<name>``."""
+    rest = text[col:]
+    quotes = rest.lstrip("rbuRBUfF")
+    prefix = len(rest) - len(quotes)
+    return prefix + (3 if quotes[:3] in ('"""', "'''") else 1)

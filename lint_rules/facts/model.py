@@ -1,4 +1,4 @@
-"""What one file says, as plain data: the output of the single LibCST pass over a file.
+"""What one file says, as plain data: the output of the single ``ast`` pass over a file.
 
 Everything here is a frozen dataclass of strings, ints and tuples, so facts can cross process
 boundaries (``-j N``), be stored as JSON in the facts store (``codec.py``), and be shared by the
@@ -43,7 +43,7 @@ SRC_NOT_MODULE = "value"  # literal, lambda, list, tensor factory...: never a mo
 SRC_UNKNOWN = "unknown"  # a value whose type the file does not tell
 
 # Names facts hold that rules compare against (here, not in the collectors, so that rules and a
-# warm run import no LibCST; DESCRIPTORS, from the vocabulary, likewise).
+# warm run import no collector; DESCRIPTORS, from the vocabulary, likewise).
 #: The compiler whose calls and decorators FWD201 follows (``torch.compile``, PyTorch 2.0+).
 COMPILE = "torch.compile"
 

@@ -27,17 +27,15 @@ Each function body is its own scope; class bodies share their enclosing scope's 
 
 from __future__ import annotations
 
+import ast
 import re
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
-import libcst as cst
-
 from lint_rules import contract
 from lint_rules.facts.model import COMPILE, Mark, WrapSite, WrappedCall
 from lint_rules.facts.traversal import Collector, Scope
-from lint_rules.facts.walk import dotted_name, string_value
-from lint_rules.positions import code_line
+from lint_rules.facts.walk import FUNCTIONS, Arg, call_args, dotted_name, is_constant, positional_params, string_value
 from lint_rules.vocabulary import (ACCELERATE_PREPARE, ACCELERATE_UNWRAP, MARK_NAME_KEYWORDS, MODULE_RETURNS_SELF,
                                    SETUP_METHODS, WRAPPER_CLASSES)
 
@@ -64,7 +62,7 @@ class _Site:
     kind: str
     var: str
     cls: Optional[str]
-    statement: cst.CSTNode
+    statement: ast.stmt
     qualname: str
     inline: bool
     called: list[str] = field(default_factory=list)
@@ -82,21 +80,21 @@ class _Frame:
 
 class ModelFlow(Collector):
     name = "model_flow"
-    handlers = {cst.Assign: "on_statement", cst.AnnAssign: "on_statement", cst.Expr: "on_statement",
-                cst.Call: "on_call"}
+    handlers = {ast.Assign: "on_statement", ast.AnnAssign: "on_statement", ast.Expr: "on_statement",
+                ast.Call: "on_call"}
 
     def __init__(self, walk: Any) -> None:
         super().__init__(walk)
         self.sites: list[_Site] = []
-        self.frames: dict[cst.CSTNode, _Frame] = {}
-        self.calls: list[tuple[str, cst.Attribute, int]] = []  # (text, attribute node, site)
-        self.marks: list[tuple[cst.Call, str, str, str, Optional[_Value]]] = []
+        self.frames: dict[ast.AST, _Frame] = {}
+        self.calls: list[tuple[str, ast.Attribute, int]] = []  # (text, attribute node, site)
+        self.marks: list[tuple[ast.Call, str, str, str, Optional[_Value]]] = []
         # Resolved at the end: calls on self.<attr> (class node, attr, rest, method, node) and on
         # parameters (function name, position, rest, method, node); values stored on self and
         # passed to same-file functions.
-        self.self_calls: list[tuple[cst.CSTNode, str, str, str, cst.Attribute]] = []
-        self.param_calls: list[tuple[str, int, str, str, cst.Attribute]] = []
-        self.self_values: dict[tuple[cst.CSTNode, str], _Value] = {}
+        self.self_calls: list[tuple[ast.AST, str, str, str, ast.Attribute]] = []
+        self.param_calls: list[tuple[str, int, str, str, ast.Attribute]] = []
+        self.self_values: dict[tuple[ast.AST, str], _Value] = {}
         self.passed: list[tuple[str, int, _Value]] = []
         self.functions: set[str] = set()
 
@@ -122,52 +120,55 @@ class ModelFlow(Collector):
             outer = self._frame(owner.parent) if owner.parent is not None else None
             frame = self.frames[owner.node] = _Frame(fabrics=set(outer.fabrics) if outer else set(),
                                                      accelerators=set(outer.accelerators) if outer else set())
-            if isinstance(owner.node, cst.FunctionDef):
+            if type(owner.node) in FUNCTIONS:
                 frame.params = self._params(owner)
         return frame
 
     @staticmethod
     def _params(owner: Scope) -> dict[str, int]:
         node = owner.node
-        assert isinstance(node, cst.FunctionDef)
-        names = [p.name.value for p in (*node.params.posonly_params, *node.params.params)]
+        assert isinstance(node, FUNCTIONS)
+        names = positional_params(node)
         if owner.parent is not None and owner.parent.kind == "class" and names:
             names = names[1:]  # self
         return {name: index for index, name in enumerate(names)}
 
-    def enter(self, node: cst.CSTNode, scope: Scope) -> None:
-        if isinstance(node, cst.FunctionDef) and scope.parent is not None and scope.parent.kind == "module":
-            self.functions.add(node.name.value)
+    def enter(self, node: ast.AST, scope: Scope) -> None:
+        if type(node) in FUNCTIONS and scope.parent is not None and scope.parent.kind == "module":
+            self.functions.add(node.name)
 
     # -- values ----------------------------------------------------------------------------
-    def _same_object(self, expr: cst.BaseExpression) -> cst.BaseExpression:
+    def _same_object(self, expr: ast.expr) -> ast.expr:
         """The expression whose module ``expr`` stands for: through ``Module`` methods that return
         the module itself (``GPT(cfg).eval()``, ``model.to(device)``) and ``_PASS_THROUGH`` calls."""
-        while isinstance(expr, cst.Call):
+        while type(expr) is ast.Call:
             func = expr.func
-            first = expr.args[0] if expr.args else None
-            if isinstance(func, cst.Attribute) and func.attr.value in MODULE_RETURNS_SELF:
+            if type(func) is ast.Attribute and func.attr in MODULE_RETURNS_SELF:
                 expr = func.value
-            elif first is not None and first.keyword is None and not first.star and \
+                continue
+            args = call_args(expr)
+            first = args[0] if args else None
+            if first is not None and first.keyword is None and not first.star and \
                     self.walk.names.resolve(dotted_name(func) or "") in _PASS_THROUGH:
                 expr = first.value
             else:
                 break
         return expr
 
-    def _path(self, expr: cst.BaseExpression, scope: Scope) -> Optional[str]:
+    def _path(self, expr: ast.expr, scope: Scope) -> Optional[str]:
         """The dotted path of the module ``expr`` stands for (``model``, ``ddp.module``), through
         ``_same_object``; ``accelerator.unwrap_model(model)`` is ``model.module``."""
         expr = self._same_object(expr)
-        if isinstance(expr, cst.Call):
+        if type(expr) is ast.Call:
             receiver, _, last = (dotted_name(expr.func) or "").rpartition(".")
-            if last == ACCELERATE_UNWRAP and receiver and expr.args and self._is_accelerator(receiver, scope):
-                inner = self._path(expr.args[0].value, scope)
+            args = call_args(expr)
+            if last == ACCELERATE_UNWRAP and receiver and args and self._is_accelerator(receiver, scope):
+                inner = self._path(args[0].value, scope)
                 return f"{inner}.module" if inner else None
             return None
         return dotted_name(expr)
 
-    def _value(self, expr: Optional[cst.BaseExpression], scope: Scope) -> Optional[_Value]:
+    def _value(self, expr: Optional[ast.expr], scope: Scope) -> Optional[_Value]:
         """The value of the module ``expr`` stands for (``_path``)."""
         text = self._path(expr, scope) if expr is not None else None
         return self._value_of(text, self._frame(scope)) if text else None
@@ -185,7 +186,7 @@ class ModelFlow(Collector):
                 return _Value("inner", outer.cls, outer.site)
         return None
 
-    def _bind(self, target: cst.BaseExpression, value: Optional[_Value], scope: Scope) -> None:
+    def _bind(self, target: ast.expr, value: Optional[_Value], scope: Scope) -> None:
         text = dotted_name(target)
         if text is None:
             return
@@ -200,30 +201,32 @@ class ModelFlow(Collector):
             self.self_values[(self_class, text.split(".", 1)[1])] = value
 
     # -- statements ------------------------------------------------------------------------
-    def on_statement(self, small: cst.CSTNode, scope: Scope) -> None:
+    def on_statement(self, small: ast.stmt, scope: Scope) -> None:
         frame = self._frame(scope)
-        value: Optional[cst.BaseExpression] = None
-        targets: list[cst.BaseExpression] = []
+        value: Optional[ast.expr] = None
+        targets: list[ast.expr] = []
         annotation: Optional[str] = None
-        if isinstance(small, cst.Assign):
-            value, targets = small.value, [t.target for t in small.targets]
-        elif isinstance(small, cst.AnnAssign):
+        shape = type(small)
+        if shape is ast.Assign:
+            value, targets = small.value, list(small.targets)
+        elif shape is ast.AnnAssign:
             value, targets = small.value, [small.target]
-            annotation = dotted_name(small.annotation.annotation)
-        elif isinstance(small, cst.Expr):
+            annotation = dotted_name(small.annotation)
+        elif shape is ast.Expr:
             value = small.value
         if value is not None:
             value = self._same_object(value)
-        if not isinstance(value, cst.Call) or self._path(value, scope) is not None:
+        if type(value) is not ast.Call or self._path(value, scope) is not None:
             for target in targets:
                 copied = self._value(value, scope)
                 if copied is None and annotation:
                     copied = _Value("model", annotation)
                 self._bind(target, copied, scope)
             return
+        assert isinstance(value, ast.Call)
         func = dotted_name(value.func) or ""
         receiver, _, last = func.rpartition(".")
-        positional = [self._same_object(a.value) for a in value.args if a.keyword is None and not a.star]
+        positional = [self._same_object(a.value) for a in call_args(value) if a.keyword is None and not a.star]
         is_fabric = "fabric" in receiver.rpartition(".")[2].lower() or receiver in frame.fabrics
         kind = ("fabric" if last in SETUP_METHODS and receiver and is_fabric else
                 "accelerate" if last in ACCELERATE_PREPARE and receiver and self._is_accelerator(receiver, scope)
@@ -235,9 +238,10 @@ class ModelFlow(Collector):
                            scope)
             return
         if kind:  # each target pairs with the positional argument in its place
-            elements = targets[0].elements if targets and isinstance(targets[0], (cst.Tuple, cst.List)) else None
-            pairs = (zip([e.value for e in elements], positional) if elements is not None
-                     else zip(targets[:1], positional[:1]))
+            first = targets[0] if targets else None
+            elements = first.elts if type(first) is ast.Tuple or type(first) is ast.List else None
+            pairs = (zip([e.value if type(e) is ast.Starred else e for e in elements], positional)
+                     if elements is not None else zip(targets[:1], positional[:1]))
             for target, arg in pairs:
                 cls = self._class_of_arg(arg, scope)
                 var = dotted_name(target)
@@ -275,11 +279,11 @@ class ModelFlow(Collector):
         head, _, last = (self.walk.names.resolve(func) if func else "").rpartition(".")
         return last if last in WRAPPER_CLASSES and (head.split(".", 1)[0] == "torch" or not head) else ""
 
-    def _class_of_arg(self, arg: cst.BaseExpression, scope: Scope) -> Optional[str]:
+    def _class_of_arg(self, arg: ast.expr, scope: Scope) -> Optional[str]:
         known = self._value(arg, scope)
         if known is not None:
             return known.cls
-        return dotted_name(arg.func) if isinstance(arg, cst.Call) else None
+        return dotted_name(arg.func) if type(arg) is ast.Call else None
 
     def _site(self, kind: str, var: str, cls: Optional[str], scope: Scope) -> int:
         owner = self._owner(scope)
@@ -288,30 +292,35 @@ class ModelFlow(Collector):
         return len(self.sites) - 1
 
     # -- calls -----------------------------------------------------------------------------
-    def on_call(self, call: cst.Call, scope: Scope) -> None:
+    def on_call(self, call: ast.Call, scope: Scope) -> None:
         func = call.func
-        if isinstance(func, cst.Name):
-            resolved = self.walk.names.resolve(func.value)
+        kind = type(func)
+        if kind is ast.Name:
+            resolved = self.walk.names.resolve(func.id)
             called = resolved.rpartition(".")[2]  # through import aliases (`as shim_mark_forward_method`)
-            if called == contract.MARK_METHOD_CALL and call.args:  # runtime_shim's function form
+            if called == contract.MARK_METHOD_CALL and (call.args or call.keywords):  # runtime_shim's function form
+                args = call_args(call)
                 via = "shim" if resolved.startswith(contract.DECORATOR_MODULE) else ""
-                self._mark(call, call.args[0].value, via, call.args[1:], scope)
-            elif called == contract.FSDP_REGISTER_CALL and call.args:
-                self._mark(call, call.args[0].value, "fsdp2", call.args[1:], scope)
-            elif func.value in self.functions:
-                for position, arg in enumerate(a for a in call.args if a.keyword is None and not a.star):
-                    value = self._value(arg.value, scope)
+                self._mark(call, args[0].value, via, args[1:], scope)
+            elif called == contract.FSDP_REGISTER_CALL and (call.args or call.keywords):
+                args = call_args(call)
+                self._mark(call, args[0].value, "fsdp2", args[1:], scope)
+            elif func.id in self.functions:
+                for position, arg in enumerate(a for a in call.args if type(a) is not ast.Starred):
+                    value = self._value(arg, scope)
                     if value is not None and value.kind != "model":
-                        self.passed.append((func.value, position, value))
+                        self.passed.append((func.id, position, value))
             return
-        if not isinstance(func, cst.Attribute):
+        if kind is not ast.Attribute:
             return
-        method = func.attr.value
+        assert isinstance(func, ast.Attribute)
+        method = func.attr
         if method == contract.MARK_METHOD_CALL:
-            self._mark(call, func.value, "fabric", call.args, scope)
+            self._mark(call, func.value, "fabric", call_args(call), scope)
             return
-        if method == contract.FSDP_REGISTER_CALL and call.args:
-            self._mark(call, call.args[0].value, "fsdp2", call.args[1:], scope)
+        if method == contract.FSDP_REGISTER_CALL and (call.args or call.keywords):
+            args = call_args(call)
+            self._mark(call, args[0].value, "fsdp2", args[1:], scope)
             return
         receiver = self._path(func.value, scope)
         if receiver is None:
@@ -328,26 +337,26 @@ class ModelFlow(Collector):
             self.self_calls.append((self_class, attr, tail, shown, func))
         owner = self._owner(scope)
         frame = self._frame(scope)
-        if root in frame.params and root not in frame.values and isinstance(owner.node, cst.FunctionDef):
-            self.param_calls.append((owner.node.name.value, frame.params[root], rest, shown, func))
+        if root in frame.params and root not in frame.values and type(owner.node) in FUNCTIONS:
+            self.param_calls.append((owner.node.name, frame.params[root], rest, shown, func))
 
-    def _called(self, value: _Value, receiver: str, func: cst.Attribute) -> None:
+    def _called(self, value: _Value, receiver: str, func: ast.Attribute) -> None:
         if value.kind == "model" or value.site is None:
             return
-        self.calls.append((f"{receiver}.{func.attr.value}", func, value.site))
+        self.calls.append((f"{receiver}.{func.attr}", func, value.site))
         site = self.sites[value.site]
-        if func.attr.value not in site.called:
-            site.called.append(func.attr.value)
+        if func.attr not in site.called:
+            site.called.append(func.attr)
 
-    def _mark(self, call: cst.Call, receiver: cst.BaseExpression, via: str, args: Any, scope: Scope) -> None:
+    def _mark(self, call: ast.Call, receiver: ast.expr, via: str, args: list[Arg], scope: Scope) -> None:
         positional = [a for a in args if a.keyword is None]
         arg = positional[0] if positional else next(
-            (a for a in args if a.keyword is not None and a.keyword.value in MARK_NAME_KEYWORDS), None)
+            (a for a in args if a.keyword is not None and a.keyword in MARK_NAME_KEYWORDS), None)
         if arg is None:
             return
         name = string_value(arg.value)
-        if name is None and isinstance(arg.value, cst.Attribute):
-            name = arg.value.attr.value
+        if name is None and type(arg.value) is ast.Attribute:
+            name = arg.value.attr
         if not name:
             return
         value = self._value(receiver, scope)
@@ -370,45 +379,45 @@ class ModelFlow(Collector):
             for name, index, value in self.passed:
                 if (name, index) == (function, position) and not tail:
                     self._called(value, receiver, func)
-        mark_nodes = [call.func.attr if isinstance(call.func, cst.Attribute) else call.func for call, *_ in self.marks]
-        nodes = [site.statement for site in self.sites] + [func.attr for _, func, _ in self.calls] + mark_nodes
-        if not nodes:
+        if not (self.sites or self.calls or self.marks):
             return {}
-        positions = self.walk.positions(nodes)
-        resolve = self.walk.names.resolve
+        walk = self.walk
+        resolve = walk.names.resolve
         sites = tuple(
             WrapSite(kind=site.kind, var=site.var, cls=resolve(site.cls) if site.cls else "",
-                     line=code_line(site.statement, positions[site.statement][0]), scope=site.qualname,
+                     line=site.statement.lineno, scope=site.qualname,
                      called=tuple(site.called),
                      inline=site.inline)
             for site in self.sites)
         calls = tuple(dict.fromkeys(
-            WrappedCall(func.attr.value, positions[func.attr][0], positions[func.attr][1], text, site)
+            WrappedCall(func.attr, *walk.attr_position(func), text, site)
             for text, func, site in self.calls))
         marks = tuple(
-            Mark(name, positions[node][0], positions[node][1], via, receiver,
+            Mark(name, *(walk.attr_position(call.func) if type(call.func) is ast.Attribute
+                         else walk.position(call.func)), via, receiver,
                  resolve(value.cls) if value is not None and value.cls else "",
                  value.site if value is not None and value.site is not None and value.kind != "model" else -1)
-            for node, (call, name, via, receiver, value) in zip(mark_nodes, self.marks))
+            for call, name, via, receiver, value in self.marks)
         return {"wrap_sites": sites, "wrapped_calls": calls, "marks": marks}
 
 
-def _shown(expr: cst.BaseExpression) -> Optional[str]:
+def _shown(expr: ast.expr) -> Optional[str]:
     """An expression as a message shows it: names and attributes, calls with their arguments
     elided (``accelerator.unwrap_model(...)``); ``None`` for anything else."""
-    if isinstance(expr, cst.Call):
+    kind = type(expr)
+    if kind is ast.Call:
         inner = _shown(expr.func)
         return f"{inner}(...)" if inner is not None else None
-    if isinstance(expr, cst.Attribute):
+    if kind is ast.Attribute:
         inner = _shown(expr.value)
-        return f"{inner}.{expr.attr.value}" if inner is not None else None
-    return expr.value if isinstance(expr, cst.Name) else None
+        return f"{inner}.{expr.attr}" if inner is not None else None
+    return expr.id if kind is ast.Name else None
 
 
-def _evaluation_only(call: cst.Call) -> bool:
+def _evaluation_only(call: ast.Call) -> bool:
     """``prepare_model(model, evaluation_mode=True)`` (accelerate 1.15.0: the third parameter): the
     model is moved to its device and not wrapped, whatever the launch configuration."""
-    positional = [a for a in call.args if a.keyword is None and not a.star]
-    flag = next((a.value for a in call.args if a.keyword is not None and a.keyword.value == "evaluation_mode"),
-                positional[2].value if len(positional) > 2 else None)
-    return flag is not None and not (isinstance(flag, cst.Name) and flag.value == "False")
+    positional = [a for a in call.args if type(a) is not ast.Starred]
+    flag = next((k.value for k in call.keywords if k.arg == "evaluation_mode"),
+                positional[2] if len(positional) > 2 else None)
+    return flag is not None and not is_constant(flag, False)

@@ -3,16 +3,15 @@
 ``import torch.nn as nn`` makes ``nn.Module`` resolve to ``torch.nn.Module``; ``from .base import
 Model`` (in package ``pkg.models``) makes ``Model`` resolve to ``pkg.models.base.Model``; a class
 defined at the top of the file resolves to ``<module>.<Name>``. Imports anywhere in the file count
-(a function-local import is still the name the code means). Collectors and fixers share this one
+(a function-local import is still the name the code means). The collectors share this one
 resolver; full scope analysis (LibCST's QualifiedNameProvider) cost TorchFix ~60% of its run time.
 """
 
 from __future__ import annotations
 
+import ast
 import re
 from typing import Optional
-
-import libcst as cst
 
 from lint_rules.facts.model import DESCRIPTORS
 from lint_rules.facts.walk import dotted_name, string_value
@@ -38,77 +37,75 @@ class Names:
                 return dotted
         return f"{target}.{rest}" if rest else target
 
-    def dotted_ref(self, expr: Optional[cst.BaseExpression]) -> Optional[str]:
-        if expr is None:
-            return None
+    def dotted_ref(self, expr: Optional[ast.expr]) -> Optional[str]:
         dotted = dotted_name(expr)
         return self.resolve(dotted) if dotted else None
 
-    def annotation_ref(self, annotation: Optional[cst.Annotation]) -> str:
+    def annotation_ref(self, annotation: Optional[ast.expr]) -> str:
         """The class an annotation names, unwrapping ``Optional[X]``, ``X | None`` and strings."""
         if annotation is None:
             return ""
-        expr: cst.BaseExpression = annotation.annotation
-        if isinstance(expr, cst.SimpleString):  # "nn.Module | None", "Optional[Encoder]"
-            names = re.findall(r"[A-Za-z_][\w.]*", string_value(expr) or "")
+        expr: ast.expr = annotation
+        text = string_value(expr)
+        if text is not None:  # "nn.Module | None", "Optional[Encoder]"
+            names = re.findall(r"[A-Za-z_][\w.]*", text)
             names = [n for n in names if n.rsplit(".", 1)[-1] not in _NON_NAMES]
             return self.resolve(names[0]) if names else ""
         while True:
-            if isinstance(expr, cst.BinaryOperation):  # X | None
-                left = self.dotted_ref(expr.left)
+            if type(expr) is ast.BinOp and type(expr.op) is ast.BitOr:  # X | None
+                left = "None" if type(expr.left) is ast.Constant and expr.left.value is None else \
+                    self.dotted_ref(expr.left)
                 expr = expr.right if left in (None, "None") else expr.left
-            elif isinstance(expr, cst.Subscript) and (dotted_name(expr.value) or "").rsplit(".", 1)[-1] in (
-                    "Optional", "Union") and expr.slice:
-                first = expr.slice[0].slice
-                expr = first.value if isinstance(first, cst.Index) else expr.value
+            elif type(expr) is ast.Subscript and (dotted_name(expr.value) or "").rsplit(".", 1)[-1] in (
+                    "Optional", "Union"):
+                inner = expr.slice
+                first = inner.elts[0] if type(inner) is ast.Tuple and inner.elts else inner
+                expr = expr.value if type(first) is ast.Slice else first
+            elif type(expr) is ast.Constant and expr.value is None:
+                return "None"  # `-> None`, `list[int] | None`: said to be no module (not unknown)
             else:
                 return self.dotted_ref(expr) or ""
 
-    def absolute(self, module: Optional[cst.BaseExpression], dots: int) -> str:
+    def absolute(self, module: Optional[str], dots: int) -> str:
         """The absolute module a (possibly relative) ``from`` import names."""
-        name = dotted_name(module) if module is not None else ""
+        name = module or ""
         if not dots:
-            return name or ""
+            return name
         parts = self.package.split(".") if self.package else []
         base = parts[: len(parts) - (dots - 1)] if dots > 1 else parts
         return ".".join([*base, name] if name else base)
 
-    def on_import(self, node: cst.Import | cst.ImportFrom) -> None:
-        if isinstance(node, cst.Import):
+    def on_import(self, node: ast.Import | ast.ImportFrom) -> None:
+        if type(node) is ast.Import:
             for alias in node.names:
-                full = dotted_name(alias.name) or ""
-                if alias.asname is not None and isinstance(alias.asname.name, cst.Name):
-                    self.imports[alias.asname.name.value] = full
+                if alias.asname is not None:
+                    self.imports[alias.asname] = alias.name
                 else:
-                    head = full.split(".", 1)[0]
+                    head = alias.name.split(".", 1)[0]
                     self.imports.setdefault(head, head)
             return
-        base = self.absolute(node.module, len(node.relative))
-        if isinstance(node.names, cst.ImportStar):
+        base = self.absolute(node.module, node.level)
+        if node.names[0].name == "*":
             self.stars.append(base)
             return
         for alias in node.names:
-            name = dotted_name(alias.name) or ""
-            local = alias.asname.name.value if alias.asname is not None and isinstance(
-                alias.asname.name, cst.Name) else name
-            self.imports[local] = f"{base}.{name}" if base else name
+            self.imports[alias.asname or alias.name] = f"{base}.{alias.name}" if base else alias.name
 
-    def on_alias(self, small: cst.Assign) -> None:
+    def on_alias(self, small: ast.Assign) -> None:
         """``_static = staticmethod`` in a module or class body: ``@_static`` then means
         ``staticmethod`` (a method under it is no instance method, and must not be marked)."""
-        if len(small.targets) != 1 or not isinstance(small.targets[0].target, cst.Name):
+        if len(small.targets) != 1 or type(small.targets[0]) is not ast.Name:
             return
         dotted = dotted_name(small.value)
         resolved = self.resolve(dotted) if dotted else ""
         if resolved.rpartition(".")[2] in DESCRIPTORS:
-            self.imports.setdefault(small.targets[0].target.value, resolved)
+            self.imports.setdefault(small.targets[0].id, resolved)
 
-    def decorators(self, node: cst.FunctionDef | cst.ClassDef) -> tuple[str, ...]:
+    def decorators(self, node: ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef) -> tuple[str, ...]:
         """``@torch.no_grad()`` -> ``torch.no_grad``; unreadable decorators become ``?``."""
         found = []
-        for decorator in node.decorators:
-            expr = decorator.decorator
-            callee = expr.func if isinstance(expr, cst.Call) else expr
+        for expr in node.decorator_list:
+            callee = expr.func if type(expr) is ast.Call else expr
             found.append(self.resolve(dotted_name(callee) or "?"))
         return tuple(found)
 

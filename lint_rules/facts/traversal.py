@@ -1,30 +1,36 @@
-"""The single LibCST traversal of a file, shared by every collector.
+"""The single traversal of a file's ``ast`` tree, shared by every collector.
 
 A file is parsed once and walked once. The walk owns what every collector needs: statements in
 document order, scopes (module, class, function; ``Scope``), name resolution (``names.Names``, fed
-by every import it passes) and the ``def`` positions. Collectors (one per concern: ``classes``,
+by every import it passes) and positions. Collectors (one per concern: ``classes``,
 ``entry_uses``, ``model_flow``) subscribe to node types and to entering and leaving
 classes and functions, and turn what they saw into fields of ``FileFacts``.
 
 Speed: expressions are walked only in scopes where some active collector wants them (method
 bodies, or everywhere in a file that holds a registration or a set-up call); elsewhere only
 statements are visited. A collector is active only if the file's text holds one of its
-triggers, and a file with no active collector is not parsed at all (``extract.prefilter``).
-The walk reads node fields directly (``walk.child_nodes``): LibCST's ``CSTVisitor`` costs about as
-much as the parse itself.
+triggers, and a file with no active collector is not parsed at all (``extract.wanted``).
+A handler registered for ``ast.For``, ``ast.With``, ``ast.FunctionDef`` or ``ast.Yield`` also gets
+their ``async`` (and ``yield from``) twins: the collectors ask what the code does, not how it is spelled.
 """
 
 from __future__ import annotations
 
+import ast
+import re
 from typing import Any, Callable, ClassVar, Optional, Sequence
 
-import libcst as cst
-
 from lint_rules.facts.names import Names
-from lint_rules.facts.walk import LEAVES, child_nodes, node_fields
-from lint_rules.positions import Position, def_positions, node_positions
+from lint_rules.facts.walk import DEFINITIONS, LEAVES, child_nodes, node_fields, positional_params
+from lint_rules.source import split_lines
 
-_BLOCK_PARTS = (cst.If, cst.Else, cst.Finally, cst.ExceptHandler, cst.ExceptStarHandler, cst.MatchCase)
+Position = tuple[int, int]  # 1-based line, 0-based column (characters)
+_TWINS = {ast.For: ast.AsyncFor, ast.With: ast.AsyncWith, ast.FunctionDef: ast.AsyncFunctionDef,
+          ast.Yield: ast.YieldFrom}
+_BODIES = ("body", "orelse", "finalbody")
+_DEF_NAME = re.compile(r"(?:async\s+)?def\s+\w+")
+_COMPOUND = (ast.If, ast.For, ast.AsyncFor, ast.While, ast.With, ast.AsyncWith, ast.Try, ast.Match,
+             *((ast.TryStar,) if hasattr(ast, "TryStar") else ()))
 
 
 class Scope:
@@ -33,16 +39,16 @@ class Scope:
 
     __slots__ = ("kind", "node", "parent", "prefix", "method", "expressions")
 
-    def __init__(self, kind: str, node: cst.CSTNode, parent: Optional["Scope"], prefix: str) -> None:
+    def __init__(self, kind: str, node: ast.AST, parent: Optional["Scope"], prefix: str) -> None:
         self.kind = kind  # "module", "class" or "function"
         self.node = node
         self.parent = parent
         self.prefix = prefix  # qualified-name prefix of definitions inside: "", "A.", "A.f.<locals>."
         # The method this scope's code belongs to: a function defined in a class body, or any
         # function nested in one (its code runs as part of the method).
-        self.method: Optional[cst.FunctionDef] = None
+        self.method: Optional[ast.FunctionDef] = None
         if kind == "function" and parent is not None:
-            self.method = node if parent.kind == "class" else parent.method  # type: ignore[assignment]
+            self.method = node if parent.kind == "class" else parent.method
         self.expressions = False
 
     @property
@@ -50,8 +56,8 @@ class Scope:
         """The first parameter of the method this scope's code belongs to (None outside methods)."""
         if self.method is None:
             return None
-        params = [*self.method.params.posonly_params, *self.method.params.params]
-        return params[0].name.value if params else None
+        params = positional_params(self.method)
+        return params[0] if params else None
 
     @property
     def enclosing_class(self) -> Optional["Scope"]:
@@ -91,10 +97,10 @@ class Collector:
     def wants_expressions(self, scope: Scope) -> bool:
         return False
 
-    def enter(self, node: cst.CSTNode, scope: Scope) -> None:
+    def enter(self, node: ast.AST, scope: Scope) -> None:
         """A class or function starts; ``scope`` is its own new scope."""
 
-    def leave(self, node: cst.CSTNode, scope: Scope) -> None:
+    def leave(self, node: ast.AST, scope: Scope) -> None:
         """A class or function ends."""
 
     def finish(self, results: dict[str, dict[str, Any]]) -> dict[str, Any]:
@@ -110,22 +116,24 @@ class FileWalk:
         self.locate = locate  # give evidence lines (off for files read only to resolve names)
         self.names = Names(module, is_package)
         self.collectors = [kind(self) for kind in collectors]
-        self.tree: Optional[cst.Module] = None
-        self.defs: list[cst.FunctionDef] = []  # every def, in document order
-        self.statement: Optional[cst.CSTNode] = None  # the statement line being walked
-        self.inline = False  # the statement line is a one-line suite (`if x: a = b`)
-        self._def_positions: Optional[dict[cst.FunctionDef, Position]] = None
+        self.tree: Optional[ast.Module] = None
+        self.statement: Optional[ast.stmt] = None  # the simple statement being walked
+        self._body: Sequence[ast.stmt] = ()  # ... the statement list it is in, and its index there
+        self._index = 0
+        self._lines: Optional[list[str]] = None
         self._dispatch: dict[type, list[Callable[[Any, Scope], None]]] = {}
         for collector in self.collectors:
             for kind, method in collector.handlers.items():
-                self._dispatch.setdefault(kind, []).append(getattr(collector, method))
+                for each in (kind, _TWINS.get(kind)):
+                    if each is not None:
+                        self._dispatch.setdefault(each, []).append(getattr(collector, method))
 
     # -- running ---------------------------------------------------------------------------
-    def run(self, tree: cst.Module) -> dict[str, Any]:
+    def run(self, tree: ast.Module) -> dict[str, Any]:
         self.tree = tree
         for stmt in tree.body:
-            if isinstance(stmt, cst.ClassDef):
-                self.names.top_classes.add(stmt.name.value)
+            if type(stmt) is ast.ClassDef:
+                self.names.top_classes.add(stmt.name)
         root = self._scope("module", tree, None, "")
         self.block(tree.body, root)
         results: dict[str, dict[str, Any]] = {}
@@ -147,89 +155,101 @@ class FileWalk:
                 pending.remove(collector)
         return done
 
-    def _scope(self, kind: str, node: cst.CSTNode, parent: Optional[Scope], prefix: str) -> Scope:
+    def _scope(self, kind: str, node: ast.AST, parent: Optional[Scope], prefix: str) -> Scope:
         scope = Scope(kind, node, parent, prefix)
         scope.expressions = any(c.wants_expressions(scope) for c in self.collectors)
         return scope
 
     # -- statements --------------------------------------------------------------------------
-    def block(self, stmts: Sequence[cst.CSTNode], scope: Scope) -> None:
-        for stmt in stmts:
+    def block(self, stmts: Sequence[ast.stmt], scope: Scope) -> None:
+        for index, stmt in enumerate(stmts):
             kind = type(stmt)
-            if kind is cst.SimpleStatementLine:
-                self.statement, self.inline = stmt, False
-                for small in stmt.body:  # type: ignore[attr-defined]
-                    self._small(small, scope)
-            elif kind is cst.FunctionDef or kind is cst.ClassDef:
-                self._definition(stmt, scope)  # type: ignore[arg-type]
-            else:
+            if kind in DEFINITIONS:
+                self._definition(stmt, scope)
+            elif kind in _COMPOUND:
                 self._compound(stmt, scope)
+            else:
+                self.statement, self._body, self._index = stmt, stmts, index
+                self._small(stmt, scope)
 
-    def _small(self, small: cst.CSTNode, scope: Scope) -> None:
-        if type(small) is cst.Import or type(small) is cst.ImportFrom:
-            self.names.on_import(small)  # type: ignore[arg-type]
-        elif type(small) is cst.Assign and scope.kind != "function":
-            self.names.on_alias(small)  # type: ignore[arg-type]
+    @property
+    def inline(self) -> bool:
+        """The statement is in a one-line suite (``if x: a = b``): its list starts on a header's line."""
+        first = self._body[0]
+        line = self.lines[first.lineno - 1]
+        return first.col_offset != len(line) - len(line.lstrip(" \t\f"))
+
+    @property
+    def alone(self) -> bool:
+        """No other statement shares a line with this one (``a = f; b = g`` are not alone)."""
+        stmt, body, index = self.statement, self._body, self._index
+        assert stmt is not None
+        return not ((index > 0 and body[index - 1].end_lineno == stmt.lineno)
+                    or (index + 1 < len(body) and body[index + 1].lineno == stmt.end_lineno))
+
+    def _small(self, small: ast.stmt, scope: Scope) -> None:
+        kind = type(small)
+        if kind is ast.Import or kind is ast.ImportFrom:
+            self.names.on_import(small)
+        elif kind is ast.Assign and scope.kind != "function":
+            self.names.on_alias(small)
         if scope.expressions:
             self.expressions([small], scope)
         else:
             self._handle(small, scope)
 
-    def _suite(self, suite: cst.CSTNode, scope: Scope) -> None:
-        if isinstance(suite, cst.IndentedBlock):
-            self.block(suite.body, scope)
-        elif isinstance(suite, cst.SimpleStatementSuite):
-            for small in suite.body:
-                self.statement, self.inline = suite, True
-                self._small(small, scope)
-
-    def _compound(self, stmt: cst.CSTNode, scope: Scope) -> None:
+    def _compound(self, stmt: ast.AST, scope: Scope) -> None:
         """if / for / while / with / try / match: the statement itself, its header expressions,
         then its blocks."""
         self._handle(stmt, scope)
         for name in node_fields(stmt):
             value = getattr(stmt, name)
-            if isinstance(value, cst.BaseSuite):
-                self._suite(value, scope)
-            elif isinstance(value, _BLOCK_PARTS):
-                self._compound(value, scope)
-            elif isinstance(value, (tuple, list)):
-                for item in value:
-                    if isinstance(item, _BLOCK_PARTS):
-                        self._compound(item, scope)
-                    elif scope.expressions and isinstance(item, cst.CSTNode):
-                        self.expressions([item], scope)
-            elif scope.expressions and isinstance(value, cst.CSTNode):
-                self.expressions([value], scope)
+            if name in _BODIES:
+                self.block(value, scope)
+            elif name == "handlers" or name == "cases":
+                for part in value:  # except clauses, match cases: their header, then their block
+                    self._handle(part, scope)
+                    if scope.expressions:
+                        self.expressions([getattr(part, field) for field in ("type", "pattern", "guard")
+                                          if getattr(part, field, None) is not None], scope)
+                    self.block(part.body, scope)
+            elif scope.expressions:
+                if type(value) is list:
+                    self.expressions([item for item in value if isinstance(item, ast.AST)], scope)
+                elif isinstance(value, ast.AST):
+                    self.expressions([value], scope)
 
-    def _definition(self, node: cst.FunctionDef | cst.ClassDef, scope: Scope) -> None:
+    def _definition(self, node: ast.FunctionDef | ast.ClassDef, scope: Scope) -> None:
         self._handle(node, scope)
-        if isinstance(node, cst.FunctionDef):
-            self.defs.append(node)
+        if type(node) is not ast.ClassDef:
             if scope.expressions:  # decorators and defaults run in the enclosing scope
-                self.expressions([*node.decorators, node.params], scope)
-            inner = self._scope("function", node, scope, f"{scope.prefix}{node.name.value}.<locals>.")
+                self.expressions([*node.decorator_list, node.args], scope)
+            inner = self._scope("function", node, scope, f"{scope.prefix}{node.name}.<locals>.")
         else:
-            inner = self._scope("class", node, scope, f"{scope.prefix}{node.name.value}.")
+            inner = self._scope("class", node, scope, f"{scope.prefix}{node.name}.")
         for collector in self.collectors:
             collector.enter(node, inner)
-        self._suite(node.body, inner)
+        self.block(node.body, inner)
         for collector in reversed(self.collectors):
             collector.leave(node, inner)
 
     # -- expressions -------------------------------------------------------------------------
-    def expressions(self, nodes: Sequence[cst.CSTNode], scope: Scope,
+    def expressions(self, nodes: Sequence[ast.AST], scope: Scope,
                     only: Optional[Collector] = None) -> None:
         """Every node under ``nodes`` (document order), dispatched to the handlers (with ``only``:
         to that collector's alone, skipping nested classes; for a second look at a subtree)."""
         stack = list(reversed(nodes))
         pop, push, dispatch = stack.pop, stack.extend, self._dispatch
         if only is not None:
-            dispatch = {kind: [getattr(only, name)] for kind, name in only.handlers.items()}
+            dispatch = {}
+            for kind, name in only.handlers.items():
+                for each in (kind, _TWINS.get(kind)):
+                    if each is not None:
+                        dispatch[each] = [getattr(only, name)]
         while stack:
             current = pop()
             kind = type(current)
-            if kind in LEAVES or (only is not None and kind is cst.ClassDef):
+            if kind in LEAVES or (only is not None and kind is ast.ClassDef):
                 continue
             handlers = dispatch.get(kind)
             if handlers:
@@ -237,23 +257,36 @@ class FileWalk:
                     handler(current, scope)
             push(child_nodes(current))
 
-    def _handle(self, node: cst.CSTNode, scope: Scope) -> None:
+    def _handle(self, node: ast.AST, scope: Scope) -> None:
         for handler in self._dispatch.get(type(node), ()):
             handler(node, scope)
 
     # -- positions ---------------------------------------------------------------------------
-    def def_position(self, node: cst.FunctionDef) -> Position:
-        """(line, column) of a def's name."""
-        if self._def_positions is None:
-            found = def_positions(self.source, [d.name.value for d in self.defs])
-            if found is None:  # a `def` inside a string fooled the regex: locate them by codegen
-                by_name = node_positions(self.tree, [d.name for d in self.defs], self.tree)  # type: ignore[arg-type]
-                found = [by_name[d.name] for d in self.defs]
-            self._def_positions = dict(zip(self.defs, found))
-        return self._def_positions[node]
+    @property
+    def lines(self) -> list[str]:
+        if self._lines is None:
+            self._lines = split_lines(self.source)
+        return self._lines
 
-    def positions(self, nodes: Sequence[cst.CSTNode],
-                  root: Optional[cst.CSTNode] = None) -> dict[cst.CSTNode, Position]:
-        """Positions of a few nodes, relative to ``root``'s first line (the module by default)."""
-        assert self.tree is not None
-        return node_positions(root if root is not None else self.tree, nodes, self.tree)
+    def column(self, line: int, offset: int) -> int:
+        """The character column of ``ast``'s UTF-8 byte ``offset`` on ``line``."""
+        text = self.lines[line - 1]
+        return offset if text.isascii() else len(text.encode("utf-8")[:offset].decode("utf-8", "ignore"))
+
+    def position(self, node: ast.AST) -> Position:
+        """(line, column) where a node starts."""
+        line = node.lineno
+        return line, self.column(line, node.col_offset)
+
+    def def_position(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> Position:
+        """(line, column) of a def's name."""
+        line = node.lineno
+        text = self.lines[line - 1]
+        start = self.column(line, node.col_offset)
+        found = _DEF_NAME.match(text, start)
+        return line, found.end() - len(node.name) if found else start
+
+    def attr_position(self, node: ast.Attribute) -> Position:
+        """(line, column) of the attribute's name in ``a.name``."""
+        line = node.end_lineno or node.lineno
+        return line, self.column(line, node.end_col_offset or 0) - len(node.attr)

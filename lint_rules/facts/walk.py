@@ -1,118 +1,171 @@
-"""Small, fast helpers for reading LibCST trees without the visitor machinery.
+"""Small, fast helpers for reading Python's ``ast`` trees: the shapes every collector asks about.
 
-``CSTVisitor`` rebuilds every node it passes and costs about as much as the parse itself; reading
-fields directly costs about 6% of it (measured on timm's model files).
+Facts are read from ``ast``, not LibCST: CPython's parser builds the tree about 9x faster (0.75 s
+against 6.5 s on 40 real model files, 53k lines), and the fixers, which must keep every comment
+and space, parse the few files they change with LibCST themselves. ``Arg`` and ``Param`` give a
+call's arguments and a def's parameters in source order, one record each, as the collectors read them.
 """
 
 from __future__ import annotations
 
-import dataclasses
-from typing import Iterator, Optional, Sequence
+import ast
+from typing import Iterator, NamedTuple, Optional, Sequence
 
-import libcst as cst
-
-_SKIP_FIELDS = ("whitespace", "lpar", "rpar", "comma", "semicolon", "colon", "lbracket", "rbracket",
-                "lbrace", "rbrace", "leading_lines", "lines_after", "header", "footer", "dot", "equal",
-                "star", "operator", "asynchronous", "newline", "trailing_whitespace", "first_line",
-                "empty_lines", "last_line", "indent")
-_FIELDS: dict[type, tuple[str, ...]] = {}
-_IS_NODE: dict[type, bool] = {}
-# Nodes with nothing inside that the scan cares about.
+# Nodes with nothing inside that the scan cares about (names, constants, contexts, operators).
 LEAVES = frozenset({
-    cst.Name, cst.Integer, cst.Float, cst.Imaginary, cst.SimpleString, cst.Ellipsis, cst.Pass,
-    cst.Break, cst.Continue, cst.Comment, cst.Newline, cst.SimpleWhitespace, cst.EmptyLine,
-    cst.TrailingWhitespace, cst.ParenthesizedWhitespace, cst.Nonlocal, cst.Global,
+    ast.Name, ast.Constant, ast.Pass, ast.Break, ast.Continue, ast.Nonlocal, ast.Global,
+    ast.Load, ast.Store, ast.Del, *ast.operator.__subclasses__(), *ast.unaryop.__subclasses__(),
+    *ast.cmpop.__subclasses__(), *ast.boolop.__subclasses__(), ast.alias,
 })
+_NO_CHILDREN = ("ctx", "op", "ops", "type_comment")
+_FIELDS: dict[type, tuple[str, ...]] = {}
 
 # An expression split into its root and steps: an attribute name, or None for a subscript.
-Chain = tuple[cst.BaseExpression, tuple[Optional[str], ...]]
+Chain = tuple[ast.expr, tuple[Optional[str], ...]]
 
 
-def node_fields(node: cst.CSTNode) -> tuple[str, ...]:
+class Arg(NamedTuple):
+    """One argument of a call as written: ``keyword`` (None if positional), ``star`` ("", "*", "**")."""
+
+    keyword: Optional[str]
+    star: str
+    value: ast.expr
+
+
+class Param(NamedTuple):
+    """One parameter of a def or lambda, in order; ``star`` is "*" for ``*args`` and "**" for ``**kwargs``."""
+
+    name: str
+    annotation: Optional[ast.expr]
+    default: Optional[ast.expr]
+    star: str = ""
+
+
+def call_args(call: ast.Call) -> list[Arg]:
+    """The arguments in source order (``f(a, k=1, *rest)`` keeps ``*rest`` last, as written)."""
+    found = call.__dict__.get("_fwd_args")
+    if found is not None:
+        return found
+    found = [Arg(None, "*", a.value) if type(a) is ast.Starred else Arg(None, "", a) for a in call.args]
+    if call.keywords:
+        keywords = [Arg(k.arg, "" if k.arg else "**", k.value) for k in call.keywords]
+        if call.args and _after(call.args[-1], call.keywords[0]):  # a keyword written before a *star
+            merged = sorted(zip([*call.args, *call.keywords], [*found, *keywords]),
+                            key=lambda pair: (pair[0].lineno, pair[0].col_offset))
+            found = [arg for _, arg in merged]
+        else:
+            found.extend(keywords)
+    call.__dict__["_fwd_args"] = found
+    return found
+
+
+def _after(first: ast.AST, second: ast.AST) -> bool:
+    return (first.lineno, first.col_offset) > (second.lineno, second.col_offset)
+
+
+def params(node: ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda, stars: bool = False) -> list[Param]:
+    """Positional-only, positional and keyword-only parameters in order (with ``stars``, also
+    ``*args`` and ``**kwargs``, after them)."""
+    args = node.args
+    positional = [*args.posonlyargs, *args.args]
+    defaults: list[Optional[ast.expr]] = [None] * (len(positional) - len(args.defaults)) + list(args.defaults)
+    found = [Param(a.arg, a.annotation, d) for a, d in zip(positional, defaults)]
+    found.extend(Param(a.arg, a.annotation, d) for a, d in zip(args.kwonlyargs, args.kw_defaults))
+    if stars:
+        found.extend(Param(a.arg, a.annotation, None, star) for a, star in ((args.vararg, "*"), (args.kwarg, "**"))
+                     if a is not None)
+    return found
+
+
+def positional_params(node: ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda) -> list[str]:
+    return [a.arg for a in (*node.args.posonlyargs, *node.args.args)]
+
+
+def node_fields(node: ast.AST) -> tuple[str, ...]:
     names = _FIELDS.get(type(node))
     if names is None:
-        names = tuple(f.name for f in dataclasses.fields(node) if not f.name.startswith(_SKIP_FIELDS))
-        _FIELDS[type(node)] = names
+        names = _FIELDS[type(node)] = tuple(f for f in node._fields if f not in _NO_CHILDREN)
     return names
 
 
-def _is_node(kind: type) -> bool:
-    known = _IS_NODE.get(kind)
-    if known is None:
-        known = _IS_NODE[kind] = issubclass(kind, cst.CSTNode)
-    return known
-
-
-def child_nodes(node: cst.CSTNode) -> list[cst.CSTNode]:
+def child_nodes(node: ast.AST) -> list[ast.AST]:
     """Child nodes in reverse document order (ready to be pushed on a stack)."""
-    found: list[cst.CSTNode] = []
+    found: list[ast.AST] = []
     for name in node_fields(node):
         value = getattr(node, name)
-        kind = type(value)
-        if kind is tuple or kind is list:
-            found.extend(item for item in value if _is_node(type(item)))
-        elif _is_node(kind):
+        if type(value) is list:
+            found.extend(item for item in value if isinstance(item, ast.AST))
+        elif isinstance(value, ast.AST):
             found.append(value)
     found.reverse()
     return found
 
 
-def statements(suite: cst.BaseSuite) -> Sequence[cst.CSTNode]:
-    return suite.body if isinstance(suite, cst.IndentedBlock) else ()
+FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
+DEFINITIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
 
 
-def nested_statements(stmt: cst.CSTNode) -> Iterator[Sequence[cst.CSTNode]]:
+def nested_statements(stmt: ast.AST) -> Iterator[Sequence[ast.stmt]]:
     """Statement lists directly inside a compound statement (if/elif/else, try/except/finally...)."""
-    for name in ("body", "orelse", "handlers", "finalbody", "cases"):
+    for name in ("body", "orelse", "finalbody"):
         part = getattr(stmt, name, None)
-        if part is None:
-            continue
-        for item in part if isinstance(part, (tuple, list)) else (part,):
-            if isinstance(item, cst.BaseSuite):
-                yield statements(item)
-            elif isinstance(item, (cst.If, cst.Else, cst.ExceptHandler, cst.ExceptStarHandler, cst.Finally,
-                                   cst.MatchCase)):
-                yield from nested_statements(item)
+        if part:
+            yield part
+    for handler in getattr(stmt, "handlers", ()):
+        yield handler.body
+    for case in getattr(stmt, "cases", ()):
+        yield case.body
 
 
-def split_chain(expr: cst.BaseExpression) -> Chain:
+def split_chain(expr: ast.expr) -> Chain:
     steps: list[Optional[str]] = []
     while True:
-        if isinstance(expr, cst.Attribute):
-            steps.append(expr.attr.value)
+        kind = type(expr)
+        if kind is ast.Attribute:
+            steps.append(expr.attr)
             expr = expr.value
-        elif isinstance(expr, cst.Subscript):
+        elif kind is ast.Subscript:
             steps.append(None)
             expr = expr.value
         else:
             return expr, tuple(reversed(steps))
 
 
-def dotted_name(expr: cst.BaseExpression) -> Optional[str]:
-    root, steps = split_chain(expr)
-    if not isinstance(root, cst.Name) or None in steps:
+def dotted_name(expr: Optional[ast.expr]) -> Optional[str]:
+    if expr is None:
         return None
-    return ".".join((root.value, *steps))  # type: ignore[arg-type]
+    root, steps = split_chain(expr)
+    if type(root) is not ast.Name or None in steps:
+        return None
+    return ".".join((root.id, *steps))
 
 
-def is_super_call(expr: cst.BaseExpression) -> bool:
-    return isinstance(expr, cst.Call) and isinstance(expr.func, cst.Name) and expr.func.value == "super"
+def name_of(expr: Optional[ast.expr]) -> Optional[str]:
+    """The identifier of a bare name (``x``), or None."""
+    return expr.id if type(expr) is ast.Name else None
+
+
+def is_super_call(expr: ast.expr) -> bool:
+    return type(expr) is ast.Call and name_of(expr.func) == "super"
 
 
 def render_chain(root: str, steps: Sequence[Optional[str]]) -> str:
     return root + "".join("[...]" if s is None else "." + s for s in steps)
 
 
-def is_type_of(expr: cst.BaseExpression, name: Optional[str]) -> bool:
+def is_type_of(expr: ast.expr, name: Optional[str]) -> bool:
     """``type(self)`` or ``self.__class__``."""
-    if isinstance(expr, cst.Call) and isinstance(expr.func, cst.Name) and expr.func.value == "type":
-        return len(expr.args) == 1 and isinstance(expr.args[0].value, cst.Name) and expr.args[0].value.value == name
-    return (isinstance(expr, cst.Attribute) and expr.attr.value == "__class__"
-            and isinstance(expr.value, cst.Name) and expr.value.value == name)
+    if type(expr) is ast.Call and name_of(expr.func) == "type":
+        return len(expr.args) == 1 and not expr.keywords and name_of(expr.args[0]) == name
+    return type(expr) is ast.Attribute and expr.attr == "__class__" and name_of(expr.value) == name
 
 
-def string_value(expr: cst.BaseExpression) -> Optional[str]:
-    if isinstance(expr, cst.SimpleString):
-        value = expr.evaluated_value
-        return value if isinstance(value, str) else None
+def string_value(expr: Optional[ast.expr]) -> Optional[str]:
+    if type(expr) is ast.Constant and type(expr.value) is str:
+        return expr.value
     return None
+
+
+def is_constant(expr: Optional[ast.expr], *values: object) -> bool:
+    """``None``, ``True``, ``False`` (the names LibCST kept as names are constants in ``ast``)."""
+    return type(expr) is ast.Constant and any(expr.value is v for v in values)

@@ -68,7 +68,7 @@ from typing import Optional, Sequence, Union
 
 import libcst as cst
 
-from lint_rules.facts.walk import dotted_name as dotted
+from lint_rules.fix.locate import dotted_name as dotted
 from lint_rules.fix.verify import encoded
 from lint_rules.positions import node_positions
 from lint_rules.source import line_breaks, split_lines

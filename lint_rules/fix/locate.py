@@ -18,6 +18,17 @@ from lint_rules.positions import code_line, def_positions, node_positions
 Path_ = tuple[cst.CSTNode, ...]  # ancestors, outermost first
 
 
+def dotted_name(expr: cst.BaseExpression) -> str | None:
+    """``torch.nn.Module`` as written, or None for anything but names and attributes."""
+    parts: list[str] = []
+    while isinstance(expr, cst.Attribute):
+        parts.append(expr.attr.value)
+        expr = expr.value
+    if not isinstance(expr, cst.Name):
+        return None
+    return ".".join((expr.value, *reversed(parts)))
+
+
 def _blocks(stmt: cst.CSTNode) -> Iterator[cst.CSTNode]:
     """The suites directly inside a compound statement (body, else, except, finally, cases)."""
     for name in ("body", "orelse", "finalbody"):

@@ -11,6 +11,7 @@ and collects the results in path order (the output does not depend on ``N``).
 
 from __future__ import annotations
 
+import unicodedata
 from itertools import groupby
 from typing import Optional, Sequence
 
@@ -19,9 +20,8 @@ import libcst as cst
 from lint_rules import contract
 from lint_rules.diagnostics import Diagnostic
 from lint_rules.facts.model import MethodFacts
-from lint_rules.facts.walk import dotted_name
 from lint_rules.fix.imports import ensure_import, expression
-from lint_rules.fix.locate import defs_by_line, parse_for_edit
+from lint_rules.fix.locate import defs_by_line, dotted_name, parse_for_edit
 from lint_rules.fix.result import FileFix, FixContext, Unfixed, line_suppresses
 from lint_rules.fix.verify import fix_files
 from lint_rules.source import decode, split_lines
@@ -72,7 +72,8 @@ def fix_source(path: str, old: bytes, diagnostics: Sequence[Diagnostic]) -> File
     ancestors: set[cst.CSTNode] = set()
     for diagnostic in diagnostics:
         hit = by_line.get(diagnostic.line)
-        if hit is None or hit[0].name.value != diagnostic.symbol.rpartition(".")[2]:
+        # Python reads identifiers in NFKC (`def ｓtep` defines `step`), as the facts do; LibCST keeps the text
+        if hit is None or unicodedata.normalize("NFKC", hit[0].name.value) != diagnostic.symbol.rpartition(".")[2]:
             result.unfixed.append(Unfixed(diagnostic, f"cannot find {diagnostic.symbol} at line {diagnostic.line}"))
             continue
         node, path_to, top = hit
