@@ -8,6 +8,9 @@ Statements anywhere but class bodies:
 * ``<obj>.__dict__["forward"] = ...`` and ``vars(<obj>)["forward"] = ...``: ``__dict__``;
 * ``<obj>.__class__.__name__ = ...``, ``type(<obj>).__name__ = ...`` (and ``__qualname__``, and the
   ``setattr`` spelling): ``rename``;
+* ``<obj>.forward = <saved>``: ``restore``, the end of a swap, where ``<saved>`` is a local that saved
+  ``<obj>.forward`` in the same function, or ``<obj>.<attr>`` where the file saves a ``forward`` in an
+  attribute of that name anywhere (accelerate's ``module._old_forward``);
 * ``helper(<obj>, "forward", ...)``: ``helper``, a call handing the name ``"forward"`` to a function;
   the rule decides through ``attr_setters`` (of this file or the helper's) whether the helper
   sets that attribute on its first argument, as Liger-Kernel's ``_bind_method_to_module`` does.
@@ -51,6 +54,7 @@ class _Patch:
     simple: bool = False
     slot: int = -1
     kind: str = ""  # the receiver's type when the patch was seen
+    from_attr: str = ""  # ``m.forward = m.<attr>``: a restore if the file saves a forward in <attr>
 
 
 def _instance_of_type(expr: ast.expr) -> Optional[ast.expr]:
@@ -78,6 +82,7 @@ class ForwardPatches(Collector):
         self.found: list[_Patch] = []
         self.types: dict[ast.AST, dict[str, str]] = {}  # function -> local name -> receiver type
         self.saved: dict[tuple[ast.AST, str], str] = {}  # (function, local) -> receiver of the forward it saved
+        self.saved_attrs: set[str] = set()  # `m._old_forward = m.forward` anywhere in the file
         self.setters: list[tuple[str, int, int]] = []
 
     @classmethod
@@ -170,6 +175,10 @@ class ForwardPatches(Collector):
             kind = type(target)
             if kind is ast.Name:
                 self._bind(scope, target.id, node.value)
+            elif kind is ast.Attribute and target.attr != "forward" and (
+                    (type(node.value) is ast.Attribute and node.value.attr == "forward")
+                    or (type(node.value) is ast.Name and self._saved(scope, node.value.id) is not None)):
+                self.saved_attrs.add(target.attr)  # `m._old_forward = m.forward`, or a local that saved it
             elif kind is ast.Attribute and target.attr == "forward":
                 if _instance_of_type(target.value) is not None:
                     continue  # the class itself is patched
@@ -180,7 +189,10 @@ class ForwardPatches(Collector):
                 simple = (form == "MethodType" and len(node.targets) == 1 and bool(function)
                           and self._bound_to(node.value) == dotted_name(target.value) is not None
                           and not self.walk.inline and self.walk.alone)
-                self._add(_Patch(form, target.value, target, scope, function, simple))
+                value = node.value
+                from_attr = value.attr if form == "assign" and type(value) is ast.Attribute and dotted_name(
+                    value.value) == dotted_name(target.value) is not None else ""
+                self._add(_Patch(form, target.value, target, scope, function, simple, from_attr=from_attr))
             elif kind is ast.Attribute and target.attr in CLASS_NAME_ATTRIBUTES:
                 instance = _instance_of_type(target.value)
                 if instance is not None:
@@ -284,6 +296,8 @@ class ForwardPatches(Collector):
         patches = []
         for p in self.found:
             receiver = dotted_name(p.receiver) if p.receiver is not None else None
+            if p.from_attr in self.saved_attrs:  # `m.forward = m._old_forward`, saved in another function too
+                p.form, p.function = "restore", f"{receiver}.{p.from_attr}"
             ref = resolve(receiver) if receiver else ""
             # at the name itself: ``forward`` in ``m.forward = f``, ``setattr`` in ``setattr(m, ...)``
             line, col = walk.attr_position(p.node) if type(p.node) is ast.Attribute else walk.position(p.node)

@@ -24,6 +24,11 @@ What is reported (anywhere but class bodies)
     ``x.__class__.__name__ = ...``, ``type(x).__name__ = ...`` (also ``__qualname__`` and the
     ``setattr`` spelling).
 
+    The end of a swap (``orig = m.forward; m.forward = f; ...; m.forward = orig``, or accelerate's
+    ``module._old_forward = module.forward`` then ``module.forward = module._old_forward``) has a
+    message of its own: what it puts back is a bound method stored on the instance, which stays an
+    instance forward after the swap (``del m.forward`` restores the class's).
+
     Also a call that hands ``"forward"`` to a helper which sets the attribute it is given on its
     first argument (``_bind_method_to_module(m, "forward", fn)``, whose body does
     ``module.__dict__[name] = fn.__get__(module)``), the helper read in the same file or the one it
