@@ -436,7 +436,7 @@ def never_entry(method: MethodFacts, lightning: bool) -> bool:
     they cannot be routed), ``forward`` and the call protocol, dunders, and the step methods that
     Lightning routes itself on a LightningModule."""
     return (
-        method.kind != "method"
+        method.kind not in ("method", "alias")  # `decode = decode_function` is a method too
         or method.name in contract.NEVER_ENTRY
         or contract.is_dunder(method.name)
         or (lightning and method.name in contract.LIGHTNING_STEP_METHODS)

@@ -69,16 +69,24 @@ class Classes(Collector):
             record.annotations.append((node.target.id, Source(SRC_ANNOTATION, ref)))
 
     def on_assign(self, node: ast.Assign, scope: Scope) -> None:
-        """``decode = decode_function`` in a class body: a method that hands self to the function."""
+        """``decode = decode_function`` in a class body: a method that hands self to the function;
+        ``decode = forward_entry(decode_function)`` is that method decorated."""
         if scope.kind != "class" or len(node.targets) != 1 or type(node.targets[0]) is not ast.Name:
             return
-        dotted = dotted_name(node.value) if type(node.value) in (ast.Name, ast.Attribute) else None
+        value, decorators = node.value, ()
+        if type(value) is ast.Call and len(value.args) == 1 and not value.keywords and dotted_name(value.func):
+            decorators = (self.walk.names.resolve(dotted_name(value.func) or ""),)
+            value = value.args[0]
+        dotted = dotted_name(value) if type(value) in (ast.Name, ast.Attribute) else None
         if dotted is None:
             return
         name = node.targets[0].id
         use = Use(PASS_CALL, "", 0, f"{dotted}(self, ...)", f"{self.walk.names.resolve(dotted)}#0")
+        kind = method_kind(decorators)  # `x = staticmethod(f)` is no instance method
+        line, col = self.walk.position(node.targets[0])
         self.by_node[scope.node].aliases.append(
-            MethodFacts(name=name, line=0, col=0, kind="alias", decorators=(), uses=(use,)))
+            MethodFacts(name=name, line=line, col=col, kind="alias" if kind == "method" else kind,
+                        decorators=decorators, uses=(use,)))
 
     def finish(self, results: dict[str, dict[str, Any]]) -> dict[str, Any]:
         bodies: dict[ast.FunctionDef, MethodBody] = results.get("entry_uses", {}).get("_bodies", {})

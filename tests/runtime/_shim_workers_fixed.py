@@ -26,14 +26,14 @@ def _full_grads(model: Any) -> dict[str, list]:
     return out
 
 
-def _reference(lm: Any, method: str, world: int) -> dict[str, list]:
+def _reference(lm: Any, method: str, world: int, cls: str = "TinyLM") -> dict[str, list]:
     """The average over ranks of each rank's own gradient: what a synchronised step gives."""
     import torch
 
     total: dict[str, Any] = {}
     for rank in range(world):
         torch.manual_seed(0)
-        model = lm.TinyLM()
+        model = getattr(lm, cls)()
         getattr(model, method)(_batch(rank)).sum().backward()
         for name, p in model.named_parameters():
             if p.grad is not None:
@@ -41,16 +41,17 @@ def _reference(lm: Any, method: str, world: int) -> dict[str, list]:
     return {k: v.flatten().tolist() for k, v in total.items()}
 
 
-def run_fixed(rank: int, world: int, wrapper: str, directory: str) -> dict[str, Any]:
+def run_fixed(rank: int, world: int, wrapper: str, directory: str, cls: str = "TinyLM",
+              methods: tuple[str, ...] = METHODS) -> dict[str, Any]:
     import torch
 
     sys.path.insert(0, directory)
     import lm_under_test as lm  # the file as --fix wrote it
 
     result: dict[str, Any] = {"shim_imported": "runtime_shim" in sys.modules}
-    for method in METHODS:
+    for method in methods:
         torch.manual_seed(0)
-        model = lm.TinyLM()
+        model = getattr(lm, cls)()
         x = _batch(rank)
         if wrapper == "ddp":
             from torch.nn.parallel import DistributedDataParallel as DDP
@@ -88,5 +89,5 @@ def run_fixed(rank: int, world: int, wrapper: str, directory: str) -> dict[str, 
                 grads = _full_grads(grads_of)
         else:
             grads = _full_grads(grads_of)
-        result[method] = {"grads": grads, "reference": _reference(lm, method, world)}
+        result[method] = {"grads": grads, "reference": _reference(lm, method, world, cls)}
     return result

@@ -69,3 +69,38 @@ def test_unfixed_file_desynchronises_under_ddp(unfixed: Path) -> None:
     r0, r1 = run_ranks(run_fixed, "ddp", str(unfixed), timeout=240)
     assert not r0["shim_imported"]
     assert not _same(r0["generate"]["grads"], r1["generate"]["grads"])
+
+
+@pytest.fixture(scope="module")
+def aliased(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """``decode = decode_function`` (``aliased_lm.py``, next to the ``unmarked_lm`` it imports):
+    the directory as written, and a copy as ``--fix`` leaves it."""
+    unfixed = tmp_path_factory.mktemp("aliased_unfixed")
+    (unfixed / "pyproject.toml").write_text("")
+    shutil.copyfile(Path(MODELS) / "aliased_lm.py", unfixed / "lm_under_test.py")
+    shutil.copyfile(Path(MODELS) / "unmarked_lm.py", unfixed / "unmarked_lm.py")
+    fixed = tmp_path_factory.mktemp("aliased_fixed")
+    shutil.copytree(unfixed, fixed, dirs_exist_ok=True)
+    before = _lint(fixed)
+    assert before.returncode == 1 and before.stdout.count("FWD001") == 1, before.stdout
+    assert "lm_under_test.py:16:5: FWD001 AliasedLM.decode" in before.stdout, before.stdout
+    assert _lint(fixed, "--fix").returncode == 0
+    assert _lint(fixed).returncode == 0  # a clean run...
+    text = (fixed / "lm_under_test.py").read_text()
+    assert "from runtime_shim import forward_entry" in text and "    decode = forward_entry(decode_function)\n" in text
+    return unfixed, fixed  # ...and, below, a correct program
+
+
+@pytest.mark.parametrize("wrapper", ["ddp", "fsdp1", "fsdp2", "fabric"])
+def test_a_fixed_class_attribute_alias_is_correct_under_every_wrapper(wrapper: str, aliased: tuple[Path, Path]) -> None:
+    r0, r1 = run_ranks(run_fixed, wrapper, str(aliased[1]), "AliasedLM", ("decode",), timeout=240)
+    assert r0["shim_imported"]
+    assert "error" not in r0["decode"] and "error" not in r1["decode"], (r0["decode"], r1["decode"])
+    assert _same(r0["decode"]["grads"], r1["decode"]["grads"]), "decode: ranks differ"
+    assert _same(r0["decode"]["grads"], r0["decode"]["reference"]), "decode: not the averaged gradient"
+
+
+def test_the_unfixed_alias_desynchronises_under_ddp(aliased: tuple[Path, Path]) -> None:
+    r0, r1 = run_ranks(run_fixed, "ddp", str(aliased[0]), "AliasedLM", ("decode",), timeout=240)
+    assert not r0["shim_imported"]
+    assert not _same(r0["decode"]["grads"], r1["decode"]["grads"])

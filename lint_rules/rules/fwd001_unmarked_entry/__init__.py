@@ -67,13 +67,16 @@ What counts as a mark
 
 Fix (``--fix``; the ``style`` option, ``--fix-style``)
     ``decorator`` (default): ``@forward_entry`` on the method, and its import
-    (``fix_decorator``). ``call``: for classes you do not want to edit, a registration right
+    (``fix_decorator``); a class attribute alias becomes ``decode = forward_entry(decode_function)``,
+    which is what the decorator does. ``call``: for classes you do not want to edit, a registration right
     after each set-up of a model of the class that is followed by a call of the method
     (``fix_call``). Generators and ``async`` methods are never decorated: the decorator refuses
     them when the class is defined.
 
-Public helpers called from forward (timm's ``forward_features``, a VAE's ``encode``) are
-reported: they are public API, and calling them on a wrapped model bypasses the wrapper just
+A function bound as a class attribute (``decode = decode_function``) is a method: reported at the
+assignment when the function runs the instance it is given, marked by ``decode =
+forward_entry(decode_function)``. Public helpers called from forward (timm's ``forward_features``,
+a VAE's ``encode``) are reported: they are public API, and calling them on a wrapped model bypasses the wrapper just
 the same. Functional use of a module's own parameters (``F.linear(x, self.weight)``) is not
 detected.
 """
