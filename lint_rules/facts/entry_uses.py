@@ -61,6 +61,10 @@ class MethodScan:
         self.elements: list[tuple[str, ast.expr]] = []  # self.<attr>.append(expr)
         self.local_elements: dict[str, list[ast.expr]] = {}  # layers.append(expr)
         self.registered: list[str] = []
+        # local lists whose elements are registered under computed names (`for i, layer in
+        # enumerate(layers): self.add_module(f"layer{i}", layer)`): what they hold are submodules
+        self.registered_locals: set[str] = set()  # ... and "self.<attr>" for `enumerate(self.layers)`
+        self.loop_over: dict[str, str] = {}  # loop variable -> the local (or "self.<attr>") it iterates
         self.returns: list[str] = []  # attributes returned as `return self.<attr>...`
         self.builds: list[str] = []  # `return X(...)`: what X resolves to
 
@@ -77,6 +81,16 @@ class MethodScan:
     # -- events from the walk ----------------------------------------------------------------
     def on_for(self, node: ast.For | ast.comprehension) -> None:
         self.bind(node.target, self.shape(node.iter))
+        target, over = node.target, node.iter
+        if type(over) is ast.Call and type(over.func) is ast.Name and over.func.id == "enumerate" and over.args \
+                and type(target) is ast.Tuple and len(target.elts) == 2:
+            target, over = target.elts[1], over.args[0]
+        if type(target) is not ast.Name:
+            return
+        if type(over) is ast.Name and over.id in self.locals:
+            self.loop_over[target.id] = over.id
+        elif type(over) is ast.Attribute and self.is_self(over.value):
+            self.loop_over[target.id] = f"self.{over.attr}"
 
     def on_assign_stmt(self, node: ast.Assign) -> None:
         for target in node.targets:
@@ -160,10 +174,14 @@ class MethodScan:
             attr = string_value(args[0].value)
             if attr:
                 self.registered.append(attr)
+            elif len(args) > 1:
+                self._register_element(args[1].value)
         elif name == "setattr" and len(args) == 3 and self.is_self(args[0].value):
             attr = string_value(args[1].value)
             if attr:
                 self.assigned.append((attr, args[2].value))
+            else:
+                self._register_element(args[2].value)
         elif name in ADD_ELEMENT and kind is ast.Attribute and args:
             root, steps = split_chain(func.value)
             if self.is_self(root) and len(steps) == 1 and steps[0] is not None:
@@ -179,6 +197,18 @@ class MethodScan:
         else:
             self.passes(call)
         self.classify_callee(call, func, lambda text: text + "(...)")
+
+    def _register_element(self, value: ast.expr) -> None:
+        """A module registered under a computed name: if it is an element of a local list (a loop
+        variable over it, or ``layers[i]``), that list holds submodules."""
+        if type(value) is ast.Subscript:
+            value = value.value
+        if type(value) is ast.Attribute and self.is_self(value.value):  # self.layers[i]
+            self.registered_locals.add(f"self.{value.attr}")
+        elif type(value) is ast.Name:
+            listed = self.loop_over.get(value.id, value.id)
+            if listed in self.locals or listed in self.local_elements or listed.startswith("self."):
+                self.registered_locals.add(listed)
 
     def passes(self, call: ast.Call) -> None:
         """``fn(self.model, ...)``, ``generate_fn(model=self)``, ``partial(fn, self.enc)``: self or a
@@ -431,6 +461,16 @@ class MethodScan:
             return found
         return [Source(SRC_UNKNOWN)]
 
+    def registered_sources(self, attr: str, value: Optional[ast.expr]) -> list[Source]:
+        """``self.layers = layers`` of a local list whose elements were registered (or
+        ``self.layers = [...]`` registered through ``self.layers``): the classes built into it, as
+        a container's elements (a plain list is no module, but holds them)."""
+        registered = f"self.{attr}" in self.registered_locals or (
+            type(value) is ast.Name and value.id in self.registered_locals)
+        if not registered or value is None:
+            return []
+        return [Source(SRC_ELEMENT, ref) for ref in self.built_in([value])]
+
     def built_in(self, values: Sequence[ast.expr], depth: int = 0) -> list[str]:
         """Classes constructed in a container's arguments (``[Block() for _ in range(n)]``, a local
         list appended to, a dict of them)."""
@@ -608,7 +648,8 @@ class EntryUses(Collector):
 
     def _body(self, node: ast.FunctionDef, kind: str, scan: MethodScan) -> MethodBody:
         scan.resolve_local_calls()
-        attrs = [(name, tuple(scan.sources(value))) for name, value in scan.assigned]
+        attrs = [(name, tuple(scan.registered_sources(name, value) or scan.sources(value)))
+                 for name, value in scan.assigned]
         attrs.extend((name, (Source(SRC_MODULE),)) for name in scan.registered)
         attrs.extend((name, tuple(Source(SRC_ELEMENT, ref) for ref in scan.built_in([value])))
                      for name, value in scan.elements)

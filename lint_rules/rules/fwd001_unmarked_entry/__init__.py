@@ -28,7 +28,9 @@ What counts as computation
     submodule: ``self.enc(x)``, ``self.enc.forward(x)``, ``self.blocks[i](x)``,
     ``for blk in self.blocks: blk(x)``, ``self.heads["a"](x)``, ``self.mods.encoder(x)`` on a
     ``ModuleDict``, ``m = self.enc; m(x)``, ``model = self if fsdp is None else fsdp; model(x)``,
-    ``checkpoint(self.block, x)``; calling a computing method of a submodule (``self.vae.encode(x)``,
+    ``checkpoint(self.block, x)``, the elements of a plain list whose modules are registered under
+    computed names (``for i, b in enumerate(blocks): self.add_module(f"b{i}", b)``, then
+    ``self.blocks = blocks``); calling a computing method of a submodule (``self.vae.encode(x)``,
     ``for layer in self.layers: layer.encode(x)``, ``self.model.quantizer.decode(x)``,
     ``self.get_base_model().generate(...)``), judged by the submodule's class wherever it is
     defined (the project or an installed package, see ``--python``) and, when that method is
