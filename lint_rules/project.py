@@ -236,6 +236,10 @@ class ProjectIndex:
                 return self._built(method.builds, item.file, depth) or owner
         return owner
 
+    def built_class(self, builds: tuple[str, ...], origin: FileFacts) -> Optional[ClassRef]:
+        """The module class a factory function returns, read from what it builds (``FunctionFacts.builds``)."""
+        return self._built(builds, origin, 0)
+
     def _built(self, builds: tuple[str, ...], origin: FileFacts, depth: int) -> Optional[ClassRef]:
         """The first module class among what a factory builds (its declared return type first)."""
         for ref in builds:

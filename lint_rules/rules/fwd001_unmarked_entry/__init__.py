@@ -43,8 +43,10 @@ What counts as computation
     class and its bases (any depth, recursion allowed; an abstract helper through its overrides),
     including nested functions, lambdas and comprehensions. See ``lint_rules/computation.py`` for
     what makes an attribute a submodule: its type first (classes, factories and the functions that
-    build it are read, installed ones included); a function or a class stored as an attribute, or
-    an object of a class that is not a module (matchers, tokenizers, samplers), never is; only
+    build it are read, installed ones included; ``self.enc = load_model(path)`` has the class
+    ``load_model`` returns, so ``self.enc.blocks(x)`` is judged by that class); a function or a
+    class stored as an attribute, or an object of a class that is not a module (matchers,
+    tokenizers, samplers), never is; only
     when the type cannot be found, module methods used on it (``.eval()``, ``.parameters()``,
     ``.to()``) or the class's own ``forward`` calling it make it one.
 
