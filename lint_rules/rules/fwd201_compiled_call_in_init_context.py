@@ -23,10 +23,12 @@ What is reported
       (local, module-level, or imported from another file of the project), a function defined
       under ``@torch.compile``, an attribute ``self.x = torch.compile(...)`` of the enclosing
       class, or a method decorated with ``@torch.compile``.
-    * Constructing a class, or ``Cls.load_from_checkpoint(...)``, inside one of those contexts when
-      the class's ``__init__`` (through its helper methods and the classes they build, any depth,
-      bases included) calls something compiled: reported at the construction, with the chain
-      (``Task.__init__ -> Trunk.__init__ -> Stem.__init__ -> self.conv(...) at line N``). The
+    * Constructing a class, ``Cls.load_from_checkpoint(...)`` or a factory function of the project
+      that returns one (``build_task(cfg)``, read from its body or declared return), inside one of
+      those contexts when the class's ``__init__`` (through its helper methods and the classes and
+      factories they build, any depth, bases included) calls something compiled: reported at the
+      call, with the chain (``build_task -> Task.__init__ -> Trunk.__init__ -> Stem.__init__ ->
+      self.conv(...) at line N``). The
       context may be held in a variable (``ctx = fabric.init_module(); with ctx:``).
     * A LightningModule's ``configure_model`` that calls something compiled (directly or through
       helper methods): the Trainer always runs it inside ``_EmptyInit``.
@@ -195,12 +197,23 @@ def reaches_compiled(view: ProjectIndex, ref: ClassRef, method: str, seen: Optio
                 return [name, *deeper]
         elif _compiled_name(view, owner.file, call.callee):
             return [_shown(call)]
-        else:  # a class built here: its constructor runs here too
-            built = view.find_class(call.callee, owner.file)
+        else:  # a class built here, or by a factory called here: its constructor runs here too
+            built, through = _constructed(view, call.callee, owner.file)
             deeper = reaches_compiled(view, built, "__init__", seen, depth + 1) if built is not None else None
             if built is not None and deeper is not None:
-                return [f"{built.cls.qualname}.__init__", *deeper]
+                return [*through, f"{built.cls.qualname}.__init__", *deeper]
     return None
+
+
+def _constructed(view: ProjectIndex, callee: str, origin: FileFacts) -> tuple[Optional[ClassRef], list[str]]:
+    """The class a call builds, and the factory function it goes through (``build_model(cfg)``:
+    the module class its body or declared return says it returns), if any."""
+    found = view.find_class(callee, origin)
+    if found is not None:
+        return found, []
+    function = view.find_function(callee, origin)
+    built = view.built_class(function[1].builds, function[0]) if function is not None else None
+    return (built, [callee.rpartition(".")[2]]) if built is not None else (None, [])
 
 
 def _advice(context: str) -> str:
@@ -220,7 +233,7 @@ def _context_call(view: ProjectIndex, facts: FileFacts, call: InitCall) -> Optio
     if call.local or _compiled_name(view, facts, call.callee):
         name = call.callee.rpartition(".")[2]
         return f"compiled `{name}` is called inside {call.context}; {_advice(call.context)}"
-    found = view.find_class(call.callee, facts)
+    found, through = _constructed(view, call.callee, facts)
     if found is None and call.callee.endswith(".load_from_checkpoint"):
         found = view.find_class(call.callee.rpartition(".")[0], facts)
     if found is None:
@@ -228,7 +241,7 @@ def _context_call(view: ProjectIndex, facts: FileFacts, call: InitCall) -> Optio
     chain = reaches_compiled(view, found, "__init__")
     if chain is None:
         return None
-    what = contract.format_chain([f"{found.cls.qualname}.__init__", *chain])
+    what = contract.format_chain([*through, f"{found.cls.qualname}.__init__", *chain])
     return f"building {found.cls.qualname} inside {call.context} runs compiled code ({what}); {_advice(call.context)}"
 
 
