@@ -216,13 +216,19 @@ def test_fwd301_reports_exactly_the_instance_patches_and_renames() -> None:
     fused = fixture.Model.__new__(fixture.Model)
     nn.Module.__init__(fused)
     norm = model.norm
-    tracer = _PatchTracer([model, norm, fused], [nn.LayerNorm, fixture.Model], path)
+    hooked, relayed, copied = nn.Linear(2, 2), nn.Linear(2, 2), fixture.Model()
+    tracer = _PatchTracer([model, norm, fused, hooked, relayed, copied], [nn.LayerNorm, fixture.Model], path)
     sys.settrace(tracer.trace)
     try:
         fixture.Model.__init__(fused, fused=True)
         fixture.apply_kernels(model)
         fixture.rename(norm)
         fixture.class_patches(norm)
+        fixture.add_hook(hooked)  # accelerate's hooks: saved in an attribute, then put back
+        fixture.remove_hook(hooked)
+        fixture.add_hook_through_a_local(relayed)
+        fixture.remove_hook_through_a_local(relayed)
+        fixture.copy_attribute(copied)
     finally:
         sys.settrace(None)
     runtime = {line for line, effects in tracer.effects.items() if effects & {"instance", "rename"}}
