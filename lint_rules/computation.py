@@ -157,8 +157,7 @@ class ClassAnalysis:
             if src.kind in kinds and not src.ref.endswith(FACTORY_SUFFIXES):
                 cls = self.index.find_class(src.ref, item.file, load=load)
                 if cls is None and src.kind == SRC_CALL:  # the project's loader: the class it returns
-                    function = self.index.find_function(src.ref, item.file, load=load)
-                    cls = self.index.built_class(function[1].builds, function[0]) if function else None
+                    cls = self.index.factory_class(src.ref, item.file, load=load)
                 if cls is not None and all(cls.key != known.key for known in found):
                     found.append(cls)
         return found

@@ -236,9 +236,12 @@ class ProjectIndex:
                 return self._built(method.builds, item.file, depth) or owner
         return owner
 
-    def built_class(self, builds: tuple[str, ...], origin: FileFacts) -> Optional[ClassRef]:
-        """The module class a factory function returns, read from what it builds (``FunctionFacts.builds``)."""
-        return self._built(builds, origin, 0)
+    def factory_class(self, ref: str, origin: Optional[FileFacts] = None, load: bool = True) -> Optional[ClassRef]:
+        """The module class the function ``ref`` returns (``load_model``, ``build_task``), read from
+        what it builds (``FunctionFacts.builds``: its declared return first); None if ``ref`` names
+        no function or the function returns no module class."""
+        function = self.find_function(ref, origin, load=load)
+        return self._built(function[1].builds, function[0], 0) if function is not None else None
 
     def _built(self, builds: tuple[str, ...], origin: FileFacts, depth: int) -> Optional[ClassRef]:
         """The first module class among what a factory builds (its declared return type first)."""

@@ -211,8 +211,7 @@ def _constructed(view: ProjectIndex, callee: str, origin: FileFacts) -> tuple[Op
     found = view.find_class(callee, origin)
     if found is not None:
         return found, []
-    function = view.find_function(callee, origin)
-    built = view.built_class(function[1].builds, function[0]) if function is not None else None
+    built = view.factory_class(callee, origin)
     return (built, [callee.rpartition(".")[2]]) if built is not None else (None, [])
 
 
