@@ -544,7 +544,9 @@ def _extract(task: tuple[str, bytes, str, bool, bool, tuple[int, int]]) -> Outco
     source: Optional[str] = None
     try:
         source = decode(data)
-        if "\0" in source:  # CPython refuses NUL bytes, even inside strings
+        # CPython refuses NUL bytes, even inside strings; decided first, because LibCST, which reads
+        # a newer target's syntax below, accepts them there
+        if "\0" in source:
             return FileError(path, one_line(python_syntax_error(source, path) or SyntaxError("NUL byte"), source, path))
         # given files are judged for the target Python; installed ones read to resolve names are the
         # environment's to judge: they are read if they can be, else left out
