@@ -121,7 +121,7 @@ class Session:
             resolved = Path(path).resolve()  # as find_root sees it; the files of a directory share its root
             directory = resolved if resolved.is_dir() else resolved.parent
             if directory not in self._roots:
-                self._roots[directory] = find_root(directory)
+                find_root(directory, self._roots)
         except (OSError, RuntimeError):  # a link loop, a name too long: a file that is an error line anyway
             return None
         return self._roots[directory]
@@ -145,7 +145,7 @@ class Session:
                                                    env_roots=list(self.environment.roots))
             for outcome in self.store.facts_many(self.view_paths(root, given), jobs=self.run.jobs):
                 if isinstance(outcome, FileFacts):
-                    view.add(outcome, module_name_for(Path(outcome.path))[2])
+                    view.add(outcome, module_name_for(Path(outcome.path), self.store.packages)[2])
         return view
 
     def view_paths(self, root: Optional[Path], given: Iterable[str] = ()) -> list[str]:
@@ -245,7 +245,7 @@ def _analyse(session: Session, paths: list[str]) -> Result:
     for root, group in by_root.items() if selected_codes(run.select, run.ignore) else ():
         view = session.view(root, given[root])
         for facts in group:
-            view.add(facts, module_name_for(Path(facts.path))[2])
+            view.add(facts, module_name_for(Path(facts.path), session.store.packages)[2])
         for facts in group:
             try:
                 result.diagnostics.extend(session.check(view, facts))

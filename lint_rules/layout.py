@@ -21,17 +21,30 @@ from lint_rules.discover import python_files
 MARKERS = ("pyproject.toml", "setup.cfg", "setup.py", ".git")
 
 
-def module_name_for(path: Path) -> tuple[str, bool, Path]:
+def module_name_for(path: Path, packages: Optional[dict[Path, tuple[tuple[str, ...], Path]]] = None
+                    ) -> tuple[str, bool, Path]:
     """Dotted module name of ``path`` (walking up ``__init__.py`` packages), whether it is a
-    package's ``__init__``, and the directory the top package lives in."""
+    package's ``__init__``, and the directory the top package lives in. ``packages``: the
+    directories already walked, kept by the caller for one run (the files of a directory share
+    the walk; a process-wide memo would miss an ``__init__.py`` created between runs)."""
     path = path.resolve()
     is_package = path.name == "__init__.py"
-    parts = [] if is_package else [path.stem]
-    directory = path.parent
-    while (directory / "__init__.py").is_file() and directory.parent != directory:
-        parts.append(directory.name)
-        directory = directory.parent
-    return ".".join(reversed(parts)), is_package, directory
+    parts, top = _package_of(path.parent, {} if packages is None else packages)
+    return ".".join(parts if is_package else (*parts, path.stem)), is_package, top
+
+
+def _package_of(directory: Path, packages: dict[Path, tuple[tuple[str, ...], Path]]
+                ) -> tuple[tuple[str, ...], Path]:
+    """The dotted package ``directory`` is (empty if it is not one) and the directory above it."""
+    found = packages.get(directory)
+    if found is None:
+        if (directory / "__init__.py").is_file() and directory.parent != directory:
+            parts, top = _package_of(directory.parent, packages)
+            found = (*parts, directory.name), top
+        else:
+            found = (), directory
+        packages[directory] = found
+    return found
 
 
 def modules_in(directory: Path) -> list[Path]:
@@ -43,15 +56,26 @@ def is_project_root(directory: Path) -> bool:
     return any(os.path.exists(directory / marker) for marker in MARKERS)
 
 
-def find_root(path: Path) -> Optional[Path]:
-    """The nearest directory at or above ``path`` that holds a project marker."""
+def find_root(path: Path, known: Optional[dict[Path, Optional[Path]]] = None) -> Optional[Path]:
+    """The nearest directory at or above ``path`` that holds a project marker. ``known``: the
+    directories already looked at and their roots, kept by the caller for one run (the checked
+    files' directories share most of their way up)."""
     directory = path.resolve()
     if not directory.is_dir():
         directory = directory.parent
+    known = {} if known is None else known
+    walked = []
+    root: Optional[Path] = None
     for candidate in (directory, *directory.parents):
+        if candidate in known:
+            root = known[candidate]
+            break
+        walked.append(candidate)
         if is_project_root(candidate):
-            return candidate
-    return None
+            root = candidate
+            break
+    known.update(dict.fromkeys(walked, root))
+    return root
 
 
 def project_files(root: Path, exclude: Sequence[str] = ()) -> Iterator[str]:

@@ -413,6 +413,7 @@ class FactsStore:
         self.extracted = 0  # how many needed a parse (cache misses)
         self.keys: dict[tuple[str, bool], str] = {}  # (path, locate) -> the content key its facts were got by
         self.pool: Optional[workers.Pool] = None  # the parser processes, started by the first miss
+        self.packages: dict[Path, tuple[tuple[str, ...], Path]] = {}  # directories' packages (module_name_for)
 
     def facts(self, path: str, locate: bool = True, data: Optional[bytes] = None,
               module: Optional[tuple[str, bool]] = None) -> Outcome:
@@ -485,7 +486,7 @@ class FactsStore:
             content = data if data is not None else _read_regular(path)
         except OSError as error:
             return FileError(path, one_line(error))
-        name, is_package = module if module is not None else module_name_for(Path(path))[:2]
+        name, is_package = module if module is not None else module_name_for(Path(path), self.packages)[:2]
         key = hashlib.blake2b(b"\0".join([_SCHEMA.encode(), name.encode("utf-8", "surrogateescape"),
                                           b"pkg" if is_package else b"mod", b"loc" if locate else b"",
                                           b"%d.%d" % self.target, content]), digest_size=20).hexdigest()

@@ -213,3 +213,24 @@ def test_a_root_far_above_gives_a_bounded_view(tmp_path: Path) -> None:
     with sqlite3.connect(database) as db:
         (rows,) = db.execute("SELECT COUNT(*) FROM facts").fetchone()
     assert rows <= VIEW_LIMIT + 1
+
+
+def test_walks_shared_within_a_run_agree_with_fresh_ones(tmp_path: Path) -> None:
+    """A run remembers the directories it walked up (module names, project roots): sibling files,
+    nested packages and a nested project get what a walk of their own gives, in any order."""
+    from lint_rules.layout import find_root, module_name_for
+
+    for name in ("pkg/__init__.py", "pkg/a.py", "pkg/sub/__init__.py", "pkg/sub/m.py", "pkg/sub/x/n.py",
+                 "pkg/nested/pyproject.toml", "pkg/nested/__init__.py", "pkg/nested/q.py", "loose/r.py",
+                 "pyproject.toml"):
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text("")
+    files = sorted(tmp_path.rglob("*.py"))
+    fresh = {path: (module_name_for(path), find_root(path)) for path in files}
+    assert fresh[tmp_path / "pkg/sub/m.py"] == (("pkg.sub.m", False, tmp_path), tmp_path)
+    assert fresh[tmp_path / "pkg/nested/q.py"] == (("pkg.nested.q", False, tmp_path), tmp_path / "pkg/nested")
+    assert fresh[tmp_path / "pkg/sub/x/n.py"][0] == ("n", False, tmp_path / "pkg/sub/x")
+    for order in (files, files[::-1], files[1::2] + files[::2]):
+        packages: dict = {}
+        roots: dict = {}
+        assert {path: (module_name_for(path, packages), find_root(path, roots)) for path in order} == fresh
