@@ -75,6 +75,9 @@ def _input_options(parser: argparse.ArgumentParser) -> None:
                         f"runtime_shim's @{contract.DECORATOR_NAME} and so also mark an entry point, in addition "
                         f"to @{' and @'.join(contract.MARK_DECORATORS)} from {contract.DECORATOR_MODULE}, which "
                         "always count (a dotted name matches that name only, a bare one any decorator so named)")
+    parser.add_argument("--forward-helpers", choices=contract.FORWARD_HELPERS, help="FWD001 on methods the project "
+                        "calls only from forward (directly or through helpers): report them (the default; the "
+                        "message says so) or skip them")
     parser.add_argument("--project-root", type=Path, help="the project whose files make up the view every "
                         "file is checked with (default: nearest pyproject.toml, setup.cfg, setup.py or .git)")
     parser.add_argument("--cache-dir", type=Path, help="where the facts cache lives "
@@ -197,7 +200,8 @@ def _run_options(args: argparse.Namespace) -> Run | int:
     from lint_rules.engine import AUTO_JOBS, Run
     from lint_rules.settings import Config
 
-    given = {key: getattr(args, key.replace("-", "_")) for key in (*settings.LIST_KEYS, "per-file-ignores")}
+    given = {key: getattr(args, key.replace("-", "_")) for key in (*settings.LIST_KEYS, "per-file-ignores",
+                                                                   "forward-helpers")}
     try:
         options = settings.resolve({**given, "python": args.python}, args.paths, args.config, args.isolated)
     except settings.ConfigError as exc:
@@ -214,7 +218,8 @@ def _run_options(args: argparse.Namespace) -> Run | int:
             print(f"{options.python_source}: {str(exc).replace(f'--python {options.python}: ', '', 1)}",
                   file=sys.stderr)
         return 2
-    return Run(config=Config(module_bases=options.module_bases, mark_decorators=options.mark_decorators),
+    return Run(config=Config(module_bases=options.module_bases, mark_decorators=options.mark_decorators,
+                             forward_helpers=options.forward_helpers),
                select=options.select, ignore=options.ignore, environment=env,
                jobs=AUTO_JOBS if args.jobs is None else args.jobs or _cpus(),
                project_root=args.project_root.resolve() if args.project_root else None, cache=not args.no_cache,

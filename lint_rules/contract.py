@@ -74,6 +74,11 @@ def format_chain(chain: Iterable[str]) -> str:
     return " -> ".join(chain)
 
 
+#: The ``forward-helpers`` setting: FWD001 on methods the project calls only from ``forward``
+#: (directly or through other such methods) is reported, saying so, or skipped. The first is the default.
+FORWARD_HELPERS = ("report", "skip")
+
+
 def unmarked_entry_message(cls: str, method: str, chain: str) -> str:
     """FWD001's message text; the runtime's ``UnmarkedEntryError`` uses the same words."""
     return (

@@ -104,6 +104,10 @@ class Plugin:
         parser.add_option("--fwd-mark-decorators", default="", parse_from_config=True, comma_separated_list=True,
                           help=f"FWD: your own decorators that apply runtime_shim's @{contract.DECORATOR_NAME} "
                                f"(in addition to runtime_shim's own marks)")
+        parser.add_option("--fwd-forward-helpers", default=contract.FORWARD_HELPERS[0], parse_from_config=True,
+                          choices=contract.FORWARD_HELPERS,
+                          help="FWD: report (default) or skip FWD001 on methods the project calls only from "
+                               "forward")
         parser.add_option("--fwd-project-root", default="", parse_from_config=True, normalize_paths=True,
                           help="FWD: the project whose files make up the view (default: nearest "
                                "pyproject.toml, setup.cfg, setup.py or .git)")
@@ -144,7 +148,8 @@ class Plugin:
         exclude = [*(getattr(options, "exclude", None) or ()), *(getattr(options, "extend_exclude", None) or ())]
         cls.run_options = Run(
             config=Config(module_bases=tuple(options.fwd_module_bases or ()),
-                          mark_decorators=tuple(options.fwd_mark_decorators or ())),
+                          mark_decorators=tuple(options.fwd_mark_decorators or ()),
+                          forward_helpers=getattr(options, "fwd_forward_helpers", contract.FORWARD_HELPERS[0])),
             select=enabled, ignore=(), project_root=Path(root).resolve() if root else None,
             cache=not getattr(options, "fwd_no_cache", False), cache_dir=Path(cache_dir) if cache_dir else None,
             exclude=tuple(exclude), environment=env, start=_start(options))

@@ -77,6 +77,7 @@ class ProjectIndex:
     _found: dict[tuple[str, str, str, bool], tuple[int, Optional[tuple[FileFacts, object]]]] = field(
         default_factory=dict)
     _absolute: set[str] = field(default_factory=set)  # the files' absolute paths (``holds``)
+    _callers: Optional[dict[str, set[str]]] = None  # method name -> functions that call it (``callers_of``)
 
     def add(self, facts: FileFacts, root: Optional[Path] = None) -> None:
         """Add an analysed file (its marks count project-wide)."""
@@ -92,6 +93,7 @@ class ProjectIndex:
             else:
                 self.marked_names.add(mark.name)
         self._subclasses = None
+        self._callers = None
 
     def with_files(self, replaced: dict[str, FileFacts]) -> "ProjectIndex":
         """A new view of the same project where ``replaced`` (path -> facts) stand for those files:
@@ -107,6 +109,16 @@ class ProjectIndex:
             if path not in self.files:
                 view.add(facts)
         return view
+
+    def callers_of(self, name: str) -> set[str]:
+        """The functions of the view's own files that call a method named ``name`` or hand it over
+        (``FileFacts.attribute_uses``: "Cls.method", "func", "" for module-level code)."""
+        if self._callers is None:
+            self._callers = {}
+            for facts in self.files.values():
+                for used, owner in facts.attribute_uses:
+                    self._callers.setdefault(used, set()).add(owner)
+        return self._callers.get(name, set())
 
     def holds(self, path: str) -> bool:
         """Is the file at ``path`` one of the view's own, under whatever name? A module of a

@@ -4,17 +4,18 @@ Where: ``[tool.fwdlint]`` in ``pyproject.toml``, or ``[fwdlint]`` in ``setup.cfg
 ``.flake8``. The search starts in the deepest directory holding every path given (the working
 directory when none is given) and goes up to the file-system root; in each directory the files are
 tried in that order, and the first file with a fwdlint section (or, in an INI file, the flake8
-plugin's ``fwd-module-bases``, ``fwd-mark-decorators``, ``fwd-python-executable`` keys in
-``[flake8]``, so one configuration serves both) is the configuration; there is no merging across
-files. A file that does not contain ``fwd`` anywhere is not parsed (it cannot configure fwdlint; a
-broken ``tox.ini`` of another tool is none of our business). ``--config PATH`` reads exactly that
-file, ``--isolated`` none.
+plugin's ``fwd-module-bases``, ``fwd-mark-decorators``, ``fwd-python-executable``,
+``fwd-forward-helpers`` keys in ``[flake8]``, so one configuration serves both) is the
+configuration; there is no merging across files. A file that does not contain ``fwd`` anywhere
+is not parsed (it cannot configure fwdlint; a broken ``tox.ini`` of another tool is none of our
+business). ``--config PATH`` reads exactly that file, ``--isolated`` none.
 
 Keys (``-`` or ``_``): ``module-bases``, ``mark-decorators``, ``select``, ``ignore``, ``exclude``
 (comma/whitespace separated strings; in TOML also arrays of strings), ``python-executable`` (a
-string) and ``per-file-ignores`` (flake8's ``pattern:CODES`` syntax; in TOML also an array of such
-strings or a table ``{pattern = codes}``). Paths and patterns in a file are relative to its
-directory. An option given on the command line replaces the key. Why strict: a misspelt key
+string), ``forward-helpers`` (``report`` or ``skip``) and ``per-file-ignores`` (flake8's
+``pattern:CODES`` syntax; in TOML also an array of such strings or a table ``{pattern = codes}``).
+Paths and patterns in a file are relative to its directory. An option given on the command line
+replaces the key. Why strict: a misspelt key
 (``selectt``) silently ignored is a configuration that silently does nothing, so an unknown key, a
 bad value or a file that cannot be parsed is a ``ConfigError``: one line naming the file, the
 section and the key. So is a code in ``select``, ``ignore`` or ``per-file-ignores`` (config or
@@ -35,14 +36,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Mapping, Optional, Sequence
 
+from lint_rules.contract import FORWARD_HELPERS
 from lint_rules.discover import normalize_pattern, normalize_patterns, shorter_path as shown
 from lint_rules.rules import CODES
 
 CONFIG_FILES = ("pyproject.toml", "setup.cfg", "tox.ini", ".flake8")
 LIST_KEYS = ("module-bases", "mark-decorators", "select", "ignore", "exclude")
-KEYS = (*LIST_KEYS, "python-executable", "per-file-ignores")
+KEYS = (*LIST_KEYS, "python-executable", "per-file-ignores", "forward-helpers")
 #: Keys the flake8 plugin reads from ``[flake8]`` as ``fwd-<key>`` that mean the same to the CLI.
-FLAKE8_KEYS = ("module-bases", "mark-decorators", "python-executable")
+FLAKE8_KEYS = ("module-bases", "mark-decorators", "python-executable", "forward-helpers")
+
 #: flake8's form of a code inside ``per-file-ignores`` (what separates codes from file patterns).
 _CODE = re.compile(r"[A-Z]+[0-9]*")
 
@@ -59,6 +62,7 @@ class Config:
 
     module_bases: tuple[str, ...] = ()
     mark_decorators: tuple[str, ...] = ()  # the user's own decorators that apply forward_entry
+    forward_helpers: str = "report"  # FWD001 on methods the project calls only from forward: or "skip"
 
 
 @dataclass(frozen=True)
@@ -68,6 +72,7 @@ class Options:
 
     module_bases: tuple[str, ...] = ()
     mark_decorators: tuple[str, ...] = ()
+    forward_helpers: str = FORWARD_HELPERS[0]
     select: tuple[str, ...] = ("FWD",)
     ignore: tuple[str, ...] = ()
     exclude: tuple[str, ...] = ()
@@ -310,6 +315,11 @@ def config_values(config: ConfigFile) -> tuple[dict[str, Any], dict[str, str], l
             # a path (holds a separator) is relative to the file; a bare name is looked up on PATH
             values[key] = normalize_pattern(python, directory) if python and python != "." else python
             continue
+        if key == "forward-helpers":
+            if not isinstance(value, str) or value.strip() not in FORWARD_HELPERS:
+                raise bad(f"expected one of {', '.join(FORWARD_HELPERS)}, got {value!r}")
+            values[key] = value.strip()
+            continue
         if key == "per-file-ignores":
             try:
                 pairs = _per_file_value(value)
@@ -413,12 +423,14 @@ def resolve(given: Mapping[str, Optional[str]], paths: Sequence[str] = (), confi
         if problem:
             raise ConfigError(f"fwdlint: error: --{key}{_named(option, key)}: {problem}")
 
+    helpers = given.get("forward-helpers") or values.get("forward-helpers") or FORWARD_HELPERS[0]
     python, source = given.get("python"), None
     if not python and values.get("python-executable"):
         python, source = values["python-executable"], sources["python-executable"]
     return Options(
         module_bases=chosen["module-bases"] or (),
         mark_decorators=chosen["mark-decorators"] or (),
+        forward_helpers=helpers,
         select=chosen["select"] if chosen["select"] is not None else ("FWD",),
         ignore=chosen["ignore"] or (),
         exclude=chosen["exclude"] or (),

@@ -100,6 +100,10 @@ def test_flake8_plugin_keys_are_the_fallback(project: Path, lint: Lint) -> None:
      "tox.ini: error: [fwdlint] bad value for 'per-file-ignores': 'tests/*' has no ':CODES'"),
     ("tox.ini", "[fwdlint]\nmodule-bases = my-base\n",
      "tox.ini: error: [fwdlint] bad value for 'module-bases': 'my-base' is not a (dotted) Python name"),
+    ("pyproject.toml", "[tool.fwdlint]\nforward-helpers = 'skp'\n",
+     "pyproject.toml: error: [tool.fwdlint] bad value for 'forward-helpers': expected one of report, skip, got 'skp'"),
+    ("pyproject.toml", "[tool.fwdlint]\nforward-helpers = false\n",
+     "pyproject.toml: error: [tool.fwdlint] bad value for 'forward-helpers': expected one of report, skip, got False"),
     (".flake8", "[flake8]\nfwd-mark-decorators = @entry\n",
      ".flake8: error: [flake8] bad value for 'fwd-mark-decorators': '@entry' is not a (dotted) Python name"),
     ("setup.cfg", "[fwdlint]\nselect = FWD\nselect_ = x\nselect = FWD1\n",
@@ -282,3 +286,14 @@ def test_python_3_9_reads_toml_with_tomli(project: Path, monkeypatch: pytest.Mon
     monkeypatch.setitem(sys.modules, "tomllib", None)  # importing it now fails, as on 3.9
     (project / "pyproject.toml").write_text("[tool.fwdlint]\nignore = ['FWD001']\n")
     assert settings.read_config_file(project / "pyproject.toml", required=True).values == {"ignore": ["FWD001"]}
+
+
+def test_forward_helpers_option_replaces_the_key(project: Path, lint: Lint) -> None:
+    """``forward-helpers``: the command line replaces the file's key, in both directions."""
+    (project / "model.py").write_text(BAD + "\n    def forward(self, x):\n        return self.gen(x)\n")
+    assert lint(project)[1].count("called in this project only from M.forward") == 1
+    (project / "pyproject.toml").write_text("[tool.fwdlint]\nforward-helpers = 'skip'\n")
+    assert lint(project) == (0, "", "")
+    assert lint(project, "--forward-helpers", "report")[0] == 1
+    (project / "pyproject.toml").write_text("[tool.fwdlint]\nforward-helpers = 'report'\n")
+    assert lint(project, "--forward-helpers", "skip") == (0, "", "")

@@ -576,15 +576,14 @@ def _relay(name: str) -> Callable[["EntryUses", Any, Scope], None]:
 
 class EntryUses(Collector):
     name = "entry_uses"
-    triggers = ("class",)
-    resolve_triggers = ("def ",)  # a file read for another's sake: its functions may be handed modules
+    triggers = ("class", "def ")  # a file of functions only: they may be handed modules
     handlers = {ast.Call: "on_call", ast.For: "on_for", ast.comprehension: "on_for", ast.Assign: "on_assign",
                 ast.AnnAssign: "on_ann_assign", ast.Return: "on_return", ast.Yield: "on_yield"}
 
     @classmethod
-    def wanted(cls, source: str, resolving: bool = False) -> bool:
+    def wanted(cls, source: str) -> bool:
         # a script that sets a model up may build it in a function of its own (``fabric.setup(build())``)
-        return super().wanted(source, resolving) or ModelFlow.wanted(source)
+        return super().wanted(source) or ModelFlow.wanted(source)
 
     def __init__(self, walk: FileWalk) -> None:
         super().__init__(walk)

@@ -12,6 +12,7 @@ import ast
 import re
 from typing import Optional, Sequence
 
+from lint_rules.facts.callers import Callers
 from lint_rules.facts.classes import Classes
 from lint_rules.facts.entry_uses import EntryUses
 from lint_rules.facts.forward_patches import ForwardPatches
@@ -24,15 +25,14 @@ from lint_rules.noqa import noqa_lines
 from lint_rules.source import python_parse
 
 COLLECTORS: tuple[type[Collector], ...] = (EntryUses, Classes, ModelFlow, MetaSubmodules, InitContexts,
-                                           ForwardPatches)
+                                           ForwardPatches, Callers)
 
 __all__ = ["COLLECTORS", "extract", "wanted"]
 
 
-def wanted(source: str, collectors: Sequence[type[Collector]] = COLLECTORS,
-           resolving: bool = False) -> list[type[Collector]]:
+def wanted(source: str, collectors: Sequence[type[Collector]] = COLLECTORS) -> list[type[Collector]]:
     """The collectors that this text can give anything (the text prefilter)."""
-    return [kind for kind in collectors if kind.wanted(source, resolving)]
+    return [kind for kind in collectors if kind.wanted(source)]
 
 
 def extract(source: str, path: str, module: str = "", is_package: bool = False, locate: bool = True,
@@ -42,7 +42,7 @@ def extract(source: str, path: str, module: str = "", is_package: bool = False, 
 
     ``locate=False`` is for files read only to resolve names: evidence lines stay 0, and the file
     is parsed even if no collector wants it (its imports may re-export what another file needs)."""
-    active = wanted(source, resolving=not locate)
+    active = wanted(source)
     if not active and locate:
         return FileFacts(path=path, module=module, imports=(), classes=(), marks=(), parsed=False)
     if tree is None:

@@ -86,7 +86,7 @@ class ForwardPatches(Collector):
         self.setters: list[tuple[str, int, int]] = []
 
     @classmethod
-    def wanted(cls, source: str, resolving: bool = False) -> bool:
+    def wanted(cls, source: str) -> bool:
         return _TRIGGER.search(source) is not None
 
     # -- what names hold ---------------------------------------------------------------------

@@ -38,18 +38,6 @@ class _Call:
     local: bool
 
 
-def _qualname(scope: Scope) -> str:
-    """The enclosing function's qualified name ("" at module level); a method's for its nested code."""
-    current: Optional[Scope] = scope
-    while current is not None and current.kind != "function":
-        current = current.parent
-    if current is None:
-        return ""
-    while current.method is not None and current.node is not current.method and current.parent is not None:
-        current = current.parent  # code of a function nested in a method runs as part of the method
-    return current.prefix.removesuffix(".<locals>.")
-
-
 def _children(node: ast.AST) -> list[ast.AST]:
     """Child nodes in reverse order, ready for a stack: a call's arguments and a dict's keys and
     values as written (``ast`` keeps keywords after positionals, keys before values)."""
@@ -156,7 +144,7 @@ class InitContexts(Collector):
             callee = text if root in local else self.walk.names.resolve(text)
             if not context and callee.split(".", 1)[0] == "torch":
                 return  # outside contexts: compiled functions and the classes __init__ builds, never torch's
-        self.calls.append(_Call(_qualname(scope), callee, func, context, root in local))
+        self.calls.append(_Call(scope.owner, callee, func, context, root in local))
 
     def _init_reached(self) -> set[str]:
         """Scopes of ``__init__``/``configure_model`` and the helper methods they reach via ``self.<name>(...)``."""

@@ -218,6 +218,8 @@ class FileFacts:
     # Module-level functions that set an attribute named by a parameter on another parameter
     # (``obj.__dict__[name] = ...``, ``setattr(obj, name, ...)``): (function, object slot, name slot).
     attr_setters: tuple[tuple[str, int, int], ...] = field(default=())
+    # (method name called or handed over, the function that does it: "Cls.forward", "" at module level).
+    attribute_uses: tuple[tuple[str, str], ...] = field(default=())
     # False when the text prefilter skipped the parse: no classes, no marks, imports unknown.
     parsed: bool = True
 

@@ -99,7 +99,7 @@ class ModelFlow(Collector):
         self.functions: set[str] = set()
 
     @classmethod
-    def wanted(cls, source: str, resolving: bool = False) -> bool:
+    def wanted(cls, source: str) -> bool:
         return _TRIGGER.search(source) is not None
 
     def wants_expressions(self, scope: Scope) -> bool:

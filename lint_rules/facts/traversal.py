@@ -60,6 +60,19 @@ class Scope:
         return params[0] if params else None
 
     @property
+    def owner(self) -> str:
+        """The qualified name of the function whose code this is ("" at module level); a method's
+        for the code of the functions nested in it (that code runs as part of the method)."""
+        current: Optional[Scope] = self
+        while current is not None and current.kind != "function":
+            current = current.parent
+        if current is None:
+            return ""
+        while current.method is not None and current.node is not current.method and current.parent is not None:
+            current = current.parent
+        return current.prefix.removesuffix(".<locals>.")
+
+    @property
     def enclosing_class(self) -> Optional["Scope"]:
         """The innermost class scope around this one (self included)."""
         scope: Optional[Scope] = self
@@ -82,7 +95,6 @@ class Collector:
 
     name: ClassVar[str]
     triggers: ClassVar[tuple[str, ...]] = ()
-    resolve_triggers: ClassVar[tuple[str, ...]] = ()  # more, for files read only to resolve names
     handlers: ClassVar[dict[type, str]] = {}
     after: ClassVar[tuple[str, ...]] = ()  # collectors whose results ``finish`` reads
 
@@ -90,9 +102,9 @@ class Collector:
         self.walk = walk
 
     @classmethod
-    def wanted(cls, source: str, resolving: bool = False) -> bool:
+    def wanted(cls, source: str) -> bool:
         """Can this file's text give this collector anything? (A cheap text test.)"""
-        return any(trigger in source for trigger in (*cls.triggers, *(cls.resolve_triggers if resolving else ())))
+        return any(trigger in source for trigger in cls.triggers)
 
     def wants_expressions(self, scope: Scope) -> bool:
         return False

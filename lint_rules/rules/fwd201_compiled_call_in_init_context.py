@@ -35,7 +35,8 @@ What is reported
 
 Not reported
     Compiling inside a context (``self.block = torch.compile(Block())``), compiled calls after the
-    block ends, calls whose callee the project cannot resolve, and ``runtime_shim.empty_init()``
+    block ends, ``fabric.load(path, state)`` (it restores state into objects already built and
+    constructs nothing: Lightning 2.6.6's ``Fabric.load``), calls whose callee the project cannot resolve, and ``runtime_shim.empty_init()``
     blocks: its mode decides by the function alone (no branch on its own state) and is not entered
     at all when disabled. When enabled it is still a mode, so on torch 2.13 a graph compiled inside
     it is, like any, compiled again after the block; that costs time once and never fails.

@@ -83,14 +83,28 @@ forward_entry(decode_function)``. Public helpers called from forward (timm's ``f
 a VAE's ``encode``) are reported: they are public API, and calling them on a wrapped model bypasses the wrapper just
 the same. Functional use of a module's own parameters (``F.linear(x, self.weight)``) is not
 detected.
+
+Helpers the project calls only from ``forward``
+    When every call of the method in the project's own files (and every place that hands it
+    over: ``apply_chunking_to_forward(self.ff_chunk, x)``, ``getattr(self, "ff_chunk")``) is in a
+    ``forward``, directly or through other methods called only from ``forward``, the message
+    ends its chain with "called in this project only from ``BertLayer.forward``". Such a method
+    runs inside the wrapper as the project uses it, and is still an entry for anyone who calls it
+    on a wrapped model. ``forward-helpers = "skip"`` (``--forward-helpers skip``,
+    ``--fwd-forward-helpers skip`` in flake8) leaves them out; the default is ``report``. Calls
+    are matched by method name (a ``tokenizer.encode(...)`` elsewhere counts against a VAE's
+    ``encode``: the rule then claims less, never more). Not seen: calls in files with neither
+    ``class`` nor ``def`` (module-level scripts), another object's method handed over without a
+    call (``run(model.encode)``), and callers outside the project: a method that a base class
+    outside the project defines (``prepare_inputs_for_generation``) never gets the phrase.
 """
 
 from __future__ import annotations
 
-from typing import Iterator, Mapping, Sequence
+from typing import Iterator, Mapping, Optional, Sequence
 
 from lint_rules import contract
-from lint_rules.computation import analysis_for, never_entry
+from lint_rules.computation import ClassAnalysis, analysis_for, never_entry
 from lint_rules.diagnostics import Diagnostic
 from lint_rules.facts.model import DYNAMIC_CALL, SELF_CALL, SUPER_CALL, ClassFacts, FileFacts
 from lint_rules.fix.result import FileFix, FixContext, Unfixed
@@ -244,8 +258,44 @@ def check(view: ProjectIndex, facts: FileFacts) -> Iterator[Diagnostic]:
                 called = analysis.called_names() if called is None else called
                 if method.name in called:
                     continue
-            message = contract.unmarked_entry_message(cls.qualname, method.name, contract.format_chain(chain))
+            chain_text = contract.format_chain(chain)
+            callers = _called_only_from_forward(view, analysis, method.name)
+            if callers is not None:
+                if view.config.forward_helpers == "skip":
+                    continue
+                own = {item.cls.qualname for item in analysis.mro}  # its own class's forward first
+                callers.sort(key=lambda owner: (owner.rpartition(".")[0] not in own, owner))
+                shown = ", ".join(callers[:2]) + (f" and {len(callers) - 2} more" if len(callers) > 2 else "")
+                chain_text += f"; called in this project only from {shown}"
+            message = contract.unmarked_entry_message(cls.qualname, method.name, chain_text)
             yield Diagnostic(facts.path, method.line, method.col, CODE, message, f"{cls.qualname}.{method.name}")
+
+
+def _called_only_from_forward(view: ProjectIndex, analysis: ClassAnalysis, name: str) -> Optional[list[str]]:
+    """The ``forward`` methods that call method ``name``, if in the project's own files every call
+    of a method of that name (or handing it over) is in a ``forward``, directly or through methods
+    called only from ``forward``s. None if any is elsewhere (another method, a function, a
+    script), if none is seen (public API that the project itself does not call), or if a base
+    outside the project defines the method (its callers there are not read)."""
+    for item in analysis.mro[1:]:
+        if not view.holds(item.file.path) and any(method.name == name for method in item.cls.methods):
+            return None
+    found: set[str] = set()
+    todo, seen = [name], {name}
+    while todo:
+        owners = view.callers_of(todo.pop())
+        if not owners:
+            return None
+        for owner in owners:
+            cls, _, method = owner.rpartition(".")
+            if not cls or "<locals>" in cls:  # module-level code, a function, a class inside a function
+                return None
+            if method == "forward":
+                found.add(owner)
+            elif method not in seen:  # a helper: it must be called only from forwards too
+                seen.add(method)
+                todo.append(method)
+    return sorted(found) or None
 
 
 def fix(context: FixContext, findings: Sequence[Diagnostic],
