@@ -274,16 +274,22 @@ def check(view: ProjectIndex, facts: FileFacts) -> Iterator[Diagnostic]:
 def _called_only_from_forward(view: ProjectIndex, analysis: ClassAnalysis, name: str) -> Optional[list[str]]:
     """The ``forward`` methods that call method ``name``, if in the project's own files every call
     of a method of that name (or handing it over) is in a ``forward``, directly or through methods
-    called only from ``forward``s. None if any is elsewhere (another method, a function, a
-    script), if none is seen (public API that the project itself does not call), or if a base
-    outside the project defines the method (its callers there are not read)."""
+    called only from ``forward``s. None if any is elsewhere (a function, a script, a method not
+    itself called only from forwards), if none is seen (public API that the project itself does
+    not call), or if a base outside the project defines the method (its callers there are not
+    read). Methods that call one another (``compile`` calling ``teacher.compile``) are judged as
+    one group: called only from forwards if everything outside the group that calls into it is,
+    and something does."""
     for item in analysis.mro[1:]:
         if not view.holds(item.file.path) and any(method.name == name for method in item.cls.methods):
             return None
-    found: set[str] = set()
-    todo, seen = [name], {name}
+    callers: dict[str, set[str]] = {}  # method name -> names of the methods (not forwards) that call it
+    forwards: dict[str, set[str]] = {}  # method name -> the forwards that call it
+    todo = [name]
     while todo:
-        owners = view.callers_of(todo.pop())
+        current = todo.pop()
+        callers[current], forwards[current] = set(), set()
+        owners = view.callers_of(current)
         if not owners:
             return None
         for owner in owners:
@@ -291,11 +297,43 @@ def _called_only_from_forward(view: ProjectIndex, analysis: ClassAnalysis, name:
             if not cls or "<locals>" in cls:  # module-level code, a function, a class inside a function
                 return None
             if method == "forward":
-                found.add(owner)
-            elif method not in seen:  # a helper: it must be called only from forwards too
-                seen.add(method)
-                todo.append(method)
-    return sorted(found) or None
+                forwards[current].add(owner)
+            else:
+                callers[current].add(method)
+                if method not in callers and method not in todo:
+                    todo.append(method)
+    if not _entered_only_from_forwards(name, callers, forwards):
+        return None
+    return sorted(set().union(*forwards.values()))
+
+
+def _entered_only_from_forwards(name: str, callers: dict[str, set[str]], forwards: dict[str, set[str]]) -> bool:
+    """Tarjan's strongly connected components over "is called by", callers' groups first: a group
+    is entered only from forwards if every method outside it that calls into it is, and a forward
+    or such a method calls into it."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    good: dict[str, bool] = {}
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        for caller in callers[node]:
+            if caller not in index:
+                visit(caller)
+                low[node] = min(low[node], low[caller])
+            elif caller in stack:
+                low[node] = min(low[node], index[caller])
+        if low[node] == index[node]:
+            group = set(stack[stack.index(node):])
+            del stack[stack.index(node):]
+            outside = {caller for member in group for caller in callers[member]} - group
+            entered = bool(outside) or any(forwards[member] for member in group)
+            good.update(dict.fromkeys(group, entered and all(good[caller] for caller in outside)))
+
+    visit(name)
+    return good[name]
 
 
 def fix(context: FixContext, findings: Sequence[Diagnostic],
