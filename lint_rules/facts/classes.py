@@ -18,7 +18,7 @@ from typing import Any
 from lint_rules.facts.entry_uses import MethodBody, method_kind
 from lint_rules.facts.model import PASS_CALL, SRC_ANNOTATION, ClassFacts, MethodFacts, Source, Use
 from lint_rules.facts.traversal import Collector, Scope
-from lint_rules.facts.walk import FUNCTIONS, dotted_name
+from lint_rules.facts.walk import FUNCTIONS, dotted_name, positional_params
 
 
 @dataclass
@@ -112,6 +112,13 @@ class Classes(Collector):
                     merged.setdefault(name, []).extend(sources)
             defined = {method.name for method in methods}
             methods.extend(alias for alias in record.aliases if alias.name not in defined)
+            init = next((node for node in reversed(record.methods) if node.name == "__init__"), None)
             classes.append(ClassFacts(qualname=record.qualname, bases=record.bases, methods=tuple(methods),
-                                      attrs=tuple((k, tuple(dict.fromkeys(v))) for k, v in merged.items())))
+                                      attrs=tuple((k, tuple(dict.fromkeys(v))) for k, v in merged.items()),
+                                      init_params=_init_params(init) if init is not None else ()))
         return {"classes": tuple(classes)}
+
+
+def _init_params(node: ast.FunctionDef | ast.AsyncFunctionDef) -> tuple[str, ...]:
+    """``__init__``'s parameters after self, as a call fills them: positional, then keyword-only."""
+    return (*positional_params(node)[1:], *(arg.arg for arg in node.args.kwonlyargs))

@@ -420,7 +420,7 @@ class MethodScan:
             name = value.id
             assigned = [s for v in self.locals.get(name, ()) for s in self.sources(v, depth + 1)]
             if name in self.params:  # and what the body may have put there instead (`m = m or M()`)
-                return [Source(SRC_PARAM, self.names.annotation_ref(self.params[name].annotation)), *assigned]
+                return [Source(SRC_PARAM, self.names.annotation_ref(self.params[name].annotation), name), *assigned]
             if name in self.locals:
                 return assigned
             return [Source(SRC_REF, self.names.resolve(name))]

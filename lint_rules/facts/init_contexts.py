@@ -36,6 +36,7 @@ class _Call:
     node: ast.expr  # the callee: the finding points at its last name
     context: str
     local: bool
+    arguments: tuple[tuple[str, str], ...]
 
 
 def _children(node: ast.AST) -> list[ast.AST]:
@@ -144,7 +145,24 @@ class InitContexts(Collector):
             callee = text if root in local else self.walk.names.resolve(text)
             if not context and callee.split(".", 1)[0] == "torch":
                 return  # outside contexts: compiled functions and the classes __init__ builds, never torch's
-        self.calls.append(_Call(scope.owner, callee, func, context, root in local))
+        self.calls.append(_Call(scope.owner, callee, func, context, root in local,
+                                self._arguments(call, local) if context else ()))
+
+    def _arguments(self, call: ast.Call, local: set[str]) -> tuple[tuple[str, str], ...]:
+        """(slot, what) of the arguments that may be compiled: ``torch.compile`` for a
+        ``torch.compile(...)`` call or a local bound to one, else the name resolved through the
+        file's imports (the rule knows which module-level names are compiled)."""
+        found = []
+        for position, arg in enumerate(a for a in call_args(call) if a.keyword is None and not a.star):
+            found.append((str(position), arg.value))
+        found.extend((arg.keyword, arg.value) for arg in call_args(call) if arg.keyword is not None)
+        kept = []
+        for slot, value in found:
+            if self._is_compile(value) or (type(value) is ast.Name and value.id in local):
+                kept.append((slot, COMPILE))
+            elif type(value) is ast.Name:
+                kept.append((slot, self.walk.names.resolve(value.id)))
+        return tuple(kept)
 
     def _init_reached(self) -> set[str]:
         """Scopes of ``__init__``/``configure_model`` and the helper methods they reach via ``self.<name>(...)``."""
@@ -176,5 +194,5 @@ class InitContexts(Collector):
         if kept:
             fields["init_calls"] = tuple(
                 InitCall(c.scope, c.callee, *(self._position(c.node) if c.context or self.compiles else (0, 0)),
-                         c.context, c.local) for c in kept)
+                         c.context, c.local, c.arguments) for c in kept)
         return fields

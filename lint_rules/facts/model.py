@@ -61,6 +61,7 @@ class Use:
 class Source:
     kind: str
     ref: str = ""
+    param: str = ""  # SRC_PARAM: the parameter's name
 
 
 @dataclass(frozen=True)
@@ -109,6 +110,7 @@ class ClassFacts:
     bases: tuple[str, ...]  # dotted, resolved through the file's imports
     methods: tuple[MethodFacts, ...]
     attrs: tuple[tuple[str, tuple[Source, ...]], ...]  # self.<attr> -> what was assigned to it
+    init_params: tuple[str, ...] = ()  # __init__'s parameters after self: positional ones, then keyword-only
 
 
 @dataclass(frozen=True)
@@ -175,6 +177,9 @@ class InitCall:
     col: int  # 0-based column of the callee's last name
     context: str = ""  # as written: "fabric.init_module()", 'torch.device("meta")', "_EmptyInit()"
     local: bool = False  # the callee is a local variable bound to torch.compile(...) in that scope
+    # Inside a context: (slot, what) of its arguments that are names or compiled: "0" or a keyword;
+    # "torch.compile" for ``torch.compile(...)`` or a local bound to it, else the resolved name.
+    arguments: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass(frozen=True)

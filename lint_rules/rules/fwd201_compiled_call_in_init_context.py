@@ -28,18 +28,23 @@ What is reported
       those contexts when the class's ``__init__`` (through its helper methods and the classes and
       factories they build, any depth, bases included) calls something compiled: reported at the
       call, with the chain (``build_task -> Task.__init__ -> Trunk.__init__ -> Stem.__init__ ->
-      self.conv(...) at line N``). The
-      context may be held in a variable (``ctx = fabric.init_module(); with ctx:``).
+      self.conv(...) at line N``). The context may be held in a variable (``ctx =
+      fabric.init_module(); with ctx:``). The same
+      when the compiled module or function is handed to the constructor (``Net(stem)`` with
+      ``stem = torch.compile(Stem())``, or ``Net(torch.compile(Stem()))``) and ``__init__`` calls
+      that parameter, directly or through the attribute it is kept in (``self.stem = stem``, then
+      ``self.stem(x)``, also from helper methods).
     * A LightningModule's ``configure_model`` that calls something compiled (directly or through
       helper methods): the Trainer always runs it inside ``_EmptyInit``.
 
 Not reported
     Compiling inside a context (``self.block = torch.compile(Block())``), compiled calls after the
     block ends, ``fabric.load(path, state)`` (it restores state into objects already built and
-    constructs nothing: Lightning 2.6.6's ``Fabric.load``), calls whose callee the project cannot resolve, and ``runtime_shim.empty_init()``
-    blocks: its mode decides by the function alone (no branch on its own state) and is not entered
-    at all when disabled. When enabled it is still a mode, so on torch 2.13 a graph compiled inside
-    it is, like any, compiled again after the block; that costs time once and never fails.
+    constructs nothing: Lightning 2.6.6's ``Fabric.load``), calls whose callee the project cannot
+    resolve, and ``runtime_shim.empty_init()`` blocks: its mode decides by the function alone (no
+    branch on its own state) and is not entered at all when disabled. When enabled it is still a
+    mode, so on torch 2.13 a graph compiled inside it is, like any, compiled again after the block;
+    that costs time once and never fails.
 
 Fix (by hand, named in the message)
     Call the compiled module after the ``with`` block (move shape probes or warm-up calls out of
@@ -61,7 +66,7 @@ from typing import Iterator, Optional
 
 from lint_rules import contract
 from lint_rules.diagnostics import Diagnostic
-from lint_rules.facts.model import COMPILE, SRC_CALL, FileFacts, InitCall
+from lint_rules.facts.model import COMPILE, SRC_CALL, SRC_PARAM, FileFacts, InitCall
 from lint_rules.project import ClassRef, ProjectIndex
 from lint_rules.rules.base import Invalid, Valid
 
@@ -177,9 +182,11 @@ def _shown(call: InitCall) -> str:
 
 
 def reaches_compiled(view: ProjectIndex, ref: ClassRef, method: str, seen: Optional[set[tuple]] = None,
-                     depth: int = 0) -> Optional[list[str]]:
+                     depth: int = 0, passed: frozenset[str] = frozenset()) -> Optional[list[str]]:
     """The chain from ``method`` to a compiled call (``["_probe", "self.block(...) at line 9"]``),
-    through helper methods and the classes they build (``["Trunk.__init__", "Stem.__init__", ...]``)."""
+    through helper methods and the classes they build (``["Trunk.__init__", "Stem.__init__", ...]``).
+    ``passed``: what holds a compiled argument of this construction (``_passed_in``): parameters of
+    ``__init__`` by name, attributes as ``self.<name>``."""
     seen = set() if seen is None else seen
     owner = _owner(view, ref, method)
     if owner is None or (ref.key, method) in seen or depth > MAX_DEPTH:
@@ -191,12 +198,12 @@ def reaches_compiled(view: ProjectIndex, ref: ClassRef, method: str, seen: Optio
             continue
         if call.callee.startswith("self."):
             name = call.callee[5:]
-            if _compiled_member(view, ref, name):
+            if _compiled_member(view, ref, name) or call.callee in passed:
                 return [_shown(call)]
-            deeper = reaches_compiled(view, ref, name, seen, depth + 1)
+            deeper = reaches_compiled(view, ref, name, seen, depth + 1, passed)
             if deeper is not None:
                 return [name, *deeper]
-        elif _compiled_name(view, owner.file, call.callee):
+        elif _compiled_name(view, owner.file, call.callee) or (method == "__init__" and call.callee in passed):
             return [_shown(call)]
         else:  # a class built here, or by a factory called here: its constructor runs here too
             built, through = _constructed(view, call.callee, owner.file)
@@ -204,6 +211,31 @@ def reaches_compiled(view: ProjectIndex, ref: ClassRef, method: str, seen: Optio
             if built is not None and deeper is not None:
                 return [*through, f"{built.cls.qualname}.__init__", *deeper]
     return None
+
+
+def _passed_in(view: ProjectIndex, built: ClassRef, call: InitCall, origin: FileFacts,
+               keywords_only: bool = False) -> dict[str, str]:
+    """The compiled arguments of a construction: the ``__init__`` parameter each fills, and the
+    attributes of self assigned from those parameters (``self.stem = stem``), each -> the name
+    the caller passed. ``keywords_only``: ``load_from_checkpoint``, whose positional arguments
+    are its own (the checkpoint) and whose keywords go to ``__init__``."""
+    owner = _owner(view, built, "__init__")
+    if owner is None:
+        return {}
+    params = owner.cls.init_params
+    found: dict[str, str] = {}
+    for slot, what in call.arguments:
+        if keywords_only and slot.isdigit():
+            continue
+        name = params[int(slot)] if slot.isdigit() and int(slot) < len(params) else slot
+        if name in params and (what == COMPILE or _compiled_name(view, origin, what)):
+            found[name] = what.rpartition(".")[2] if what != COMPILE else name
+    for item in view.mro(built):
+        for attr, sources in item.cls.attrs:
+            passed = next((found[s.param] for s in sources if s.kind == SRC_PARAM and s.param in found), None)
+            if passed is not None:
+                found.setdefault(f"self.{attr}", passed)
+    return found
 
 
 def _constructed(view: ProjectIndex, callee: str, origin: FileFacts) -> tuple[Optional[ClassRef], list[str]]:
@@ -234,15 +266,19 @@ def _context_call(view: ProjectIndex, facts: FileFacts, call: InitCall) -> Optio
         name = call.callee.rpartition(".")[2]
         return f"compiled `{name}` is called inside {call.context}; {_advice(call.context)}"
     found, through = _constructed(view, call.callee, facts)
-    if found is None and call.callee.endswith(".load_from_checkpoint"):
+    loading = found is None and call.callee.endswith(".load_from_checkpoint")
+    if loading:
         found = view.find_class(call.callee.rpartition(".")[0], facts)
     if found is None:
         return None
-    chain = reaches_compiled(view, found, "__init__")
+    passed = {} if through else _passed_in(view, found, call, facts, keywords_only=loading)
+    chain = reaches_compiled(view, found, "__init__", passed=frozenset(passed))
     if chain is None:
         return None
     what = contract.format_chain([*through, f"{found.cls.qualname}.__init__", *chain])
-    return f"building {found.cls.qualname} inside {call.context} runs compiled code ({what}); {_advice(call.context)}"
+    callee = chain[-1].split("(")[0]
+    runs = f"the compiled `{passed[callee]}` passed to it" if callee in passed else "compiled code"
+    return f"building {found.cls.qualname} inside {call.context} runs {runs} ({what}); {_advice(call.context)}"
 
 
 def check(view: ProjectIndex, facts: FileFacts) -> Iterator[Diagnostic]:

@@ -320,11 +320,12 @@ def test_fwd201_reports_exactly_the_compiled_calls_inside_init_contexts(tmp_path
     trainer = Trainer(accelerator="cpu", devices=1, logger=False, enable_checkpointing=False,
                       enable_progress_bar=False, enable_model_summary=False)
     torch._dynamo.reset()
-    tracer = _CompileTracer({"main", "build", "configure_model", "factories"}, path)
+    tracer = _CompileTracer({"main", "build", "configure_model", "factories", "passed_in"}, path)
     lit = fixture.LitModel()  # compiles and runs its block outside any context: not a finding
     _run_traced(tracer, lambda: fixture.main(fabric, trainer, str(checkpoint)))
     _run_traced(tracer, lambda: fixture.Warm().build())
     _run_traced(tracer, lambda: fixture.factories(fabric))  # built through the project's factories
+    _run_traced(tracer, lambda: fixture.passed_in(fabric))  # compiled modules handed to constructors
 
     def configure() -> None:  # what the Trainer does with configure_model (lightning.pytorch.trainer.call)
         with trainer.strategy.tensor_init_context():
