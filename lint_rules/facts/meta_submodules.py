@@ -20,12 +20,13 @@ put on meta by
 "meta" may be written out, or held in a variable of the method, a parameter's default or a
 module-level constant. ``value`` says what was put there (a class reference, ``self``,
 ``self.<attr>``; ``module`` for ``to_empty``, which only modules have), so the rule can tell a
-submodule from a tensor through the project view. An attribute counts as ``materialised`` if a
-method of the class calls ``self.<attr>.to_empty(...)`` with another device, ``self.to_empty(...)``,
-or ``load_state_dict(..., assign=True)`` on it or on ``self`` (the deliberate deferred-init
-pattern); a local materialised before it is stored is not on meta any more. Templates kept out of
-the module tree (``self._tpl = [Block()]``, ``object.__setattr__``) are not registrations and never
-appear here.
+submodule from a tensor through the project view; ``self.<method>()`` for what a method of the
+class returns (``self._empty_net = self._build_net()`` under ``torch.device("meta")``). An
+attribute counts as ``materialised`` if a method of the class calls ``self.<attr>.to_empty(...)``
+with another device, ``self.to_empty(...)``, or ``load_state_dict(..., assign=True)`` on it or on
+``self`` (the deliberate deferred-init pattern); a local materialised before it is stored is not
+on meta any more. Templates kept out of the module tree (``self._tpl = [Block()]``,
+``object.__setattr__``) are not registrations and never appear here.
 """
 
 from __future__ import annotations
@@ -270,7 +271,9 @@ class MetaSubmodules(Collector):
                 what = what or "module"
             return (how, what) if what else None
         ref = names.resolve(dotted_name(func) or "")
-        if not ref or ref.split(".", 1)[0] == me:
+        if ref.split(".", 1)[0] == me and ref.count(".") == 1:  # self._build(...): what the method builds
+            ref = f"{ref.replace(me, 'self', 1)}()"
+        elif not ref or ref.split(".", 1)[0] == me:
             return None
         if self._meta_keyword(value, scope):
             return 'device="meta"', ref

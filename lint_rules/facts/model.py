@@ -162,7 +162,9 @@ class MetaSubmodule:
     line: int
     col: int  # 0-based column of the attribute's name in ``self.<attr>``
     how: str  # what puts it on meta, as written: 'with torch.device("meta")', '.to("meta")'...
-    value: str  # what the value is: a class reference ("pkg.Block"), "self", "self.<attr>", or "module"
+    # what the value is: a class reference ("pkg.Block"), "self", "self.<attr>", "module", or
+    # "self.<method>()" (what the method returns)
+    value: str
     materialised: bool = False  # the class later calls to_empty / load_state_dict(assign=True) on it
 
 

@@ -23,7 +23,12 @@ What is reported
     * a constructor called with ``device="meta"``;
 
     also through a local variable assigned to ``self`` later, and with "meta" held in a variable,
-    a parameter's default or a module-level constant.
+    a parameter's default or a module-level constant. The value may be what a method of the class
+    returns (``self._empty_net = self._build_net()``), a module when that method, or a subclass's
+    where the class leaves it abstract, builds one (torchrl's ``MultiAgentNetBase``); or a class
+    held in a variable (``cls = MAPPING[kind]; self.base = cls(...)``, peft's ``PeftModel``), a
+    module when the class uses the attribute as one (its ``forward`` calls it, module methods are
+    called on it).
 
 Not reported
     * The deliberate deferred-init pattern: a model built under meta outside any module (in a
@@ -34,7 +39,8 @@ Not reported
     * Templates kept out of the module tree: ``self._tpl = [Block()]``, a dict,
       ``object.__setattr__(self, "tpl", ...)``, a factory method that builds one on demand.
     * Meta tensors stored as plain attributes (``torch.empty(..., device="meta")``): not modules.
-    * Values whose class the project cannot resolve: no guessing.
+    * Values whose class the project cannot resolve and that the class never uses as a module:
+      no guessing.
 
 Fix (by hand; both named in the message)
     keep the template out of the module tree (``self._tpl = [Block()]`` or
@@ -49,14 +55,14 @@ Real code
     attention blocks build ``nn.Linear`` under ``torch.device("meta")`` then
     ``load_state_dict(..., assign=True)``) and stay silent (0 false alarms); the one kept submodule,
     peft's ``self.base_model`` built under ``init_empty_weights if low_cpu_mem_usage else
-    nullcontext``, is missed: the context chosen through a variable is now followed, but the class
-    is held in a variable (``cls = PEFT_TYPE_TO_TUNER_MAPPING[...]``).
+    nullcontext`` from a class held in a variable (``cls = PEFT_TYPE_TO_TUNER_MAPPING[...]``),
+    was missed at first contact and is reported since the class's use of the attribute decides.
     ``benchmarks/hazard_labels_new.tsv``: 7 more packages (torchtune, trl, open_clip,
     sentence-transformers, torchrl, composer, ultralytics), labelled before this rule ran on them:
     23 meta sites silent and not reported; the one labelled kept submodule, torchrl's
-    ``self._empty_net = self._build_single_net(...)`` under meta, is missed (a module built by an
-    abstract method of self). Its parameters are replaced by plain meta tensors, which
-    ``Module.to`` does not move, so it may well not fail: left as labelled, not chased.
+    ``self._empty_net = self._build_single_net(...)`` under meta (a module built by an abstract
+    method of self), was missed at first contact and is reported since. Both rows are now known
+    to the rule: neither is a held-out measure any more.
 """
 
 from __future__ import annotations
@@ -134,13 +140,30 @@ class Model(nn.Module):
 def _is_module_value(view: ProjectIndex, facts: FileFacts, ref: ClassRef, found: MetaSubmodule) -> Optional[bool]:
     if found.value in ("self", "module"):
         return True
+    if found.value.startswith("self.") and found.value.endswith("()"):
+        return _method_builds_module(view, ref, found.value[5:-2])
     if found.value.startswith("self."):
         return analysis_for(view, ref).is_submodule(found.value[5:])
     verdict = view.is_module_ref(found.value, facts)
     if verdict is None and "." in found.value:  # a factory on a class: Block.from_config(..., device="meta")
         owner = view.find_class(found.value.rpartition(".")[0], facts)
         verdict = view.is_module_class(owner) if owner is not None else None
+    if verdict is None:  # a class held in a variable (``cls = MAPPING[kind]; self.x = cls(...)``): how
+        # the class uses the attribute tells (its forward calls it, module methods are called on it)
+        verdict = analysis_for(view, ref).is_submodule(found.attr)
     return verdict
+
+
+def _method_builds_module(view: ProjectIndex, ref: ClassRef, name: str) -> bool:
+    """Does ``self.<name>()`` return a module it builds (``return MLP(...)``, read from its body
+    or its return annotation), in the class or, where the class leaves it abstract, in a subclass?"""
+    for item in (ref, *view.subclasses(ref)):
+        analysis = analysis_for(view, item)
+        found = analysis.lookup(name)
+        if found is not None and any(view.is_module_ref(built, analysis.mro[found[0]].file)
+                                     for built in found[1].builds):
+            return True
+    return False
 
 
 def message(cls: str, found: MetaSubmodule) -> str:

@@ -116,11 +116,13 @@ def test_fwd101_reports_exactly_the_meta_submodules() -> None:
 
 def test_fwd101_forms_real_code_writes_report_exactly_the_meta_submodules() -> None:
     """``fixtures/fwd101/registered_forms.py``: locals, device variables, add_module and the other
-    registrations, accelerate's contexts (accelerate installed), set_default_device."""
+    registrations, accelerate's contexts (accelerate installed), set_default_device, a network a
+    subclass's method builds, a class taken out of a mapping."""
     fixture = _load(os.path.join(FIXTURES, "fwd101", "registered_forms.py"), "fwd101_registered_forms")
     runtime = {}
     for name, build in {"Model": lambda: fixture.Model(fixture.Block()), "DefaultDevice": fixture.DefaultDevice,
-                        "Silent": fixture.Silent}.items():
+                        "Silent": fixture.Silent, "Builder": fixture.MLPBuilder,  # Builder is abstract
+                        "Chosen": fixture.Chosen}.items():
         model = build()
         runtime[name] = _meta_children(model)
         if runtime[name]:
