@@ -67,6 +67,7 @@ class MethodScan:
         self.loop_over: dict[str, str] = {}  # loop variable -> the local (or "self.<attr>") it iterates
         self.returns: list[str] = []  # attributes returned as `return self.<attr>...`
         self.builds: list[str] = []  # `return X(...)`: what X resolves to
+        self.calls_param = False  # calls one of its parameters (``encoder(obs)``): a function summary is kept
 
     @classmethod
     def for_function(cls, names: Names, node: ast.FunctionDef, kind: str,
@@ -168,6 +169,8 @@ class MethodScan:
     def on_call(self, call: ast.Call) -> None:
         func, args = call.func, call_args(call)
         kind = type(func)
+        if kind is ast.Name and func.id in self.params:
+            self.calls_param = True
         name = func.attr if kind is ast.Attribute else (func.id if kind is ast.Name else "")
         if name in ADD_SUBMODULE and kind is ast.Attribute \
                 and self.is_self(func.value) and args:
@@ -637,12 +640,15 @@ class EntryUses(Collector):
         functions = tuple(self._function(node, node.name, node.name in local)
                           for node in self.functions.values())
         functions += tuple(self._function(node, name, False) for node, name in self.statics.items())
-        # A method is read as a function only where this file hands it a module (self._run(self.head),
-        # super().encode(obs, self.enc)): reading every method so cost about a fifth more facts time.
+        # A method is read as a function where this file hands it a module (self._run(self.head),
+        # super().encode(obs, self.enc)), or where it calls a parameter (``encoder(obs)``), which
+        # a subclass in another file may hand a module through super(): reading every method cost
+        # about a fifth more facts time.
         handed = {ref.partition(".")[2] for ref in local if ref.startswith(("self.", "super."))}
         functions += tuple(summary for summary in (self._function(node, name, False, bound=True)
                                                    for node, name in self.bound.items()
-                                                   if node.name in handed) if summary.runs)
+                                                   if node.name in handed or self.scans[node][1].calls_param)
+                           if summary.runs)
         return {"_bodies": bodies, "functions": functions}  # all: a name that is a function is no module
 
     def _body(self, node: ast.FunctionDef, kind: str, scan: MethodScan) -> MethodBody:

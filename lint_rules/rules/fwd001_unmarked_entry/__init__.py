@@ -36,8 +36,9 @@ What counts as computation
     defined (the project or an installed package, see ``--python``) and, when that method is
     abstract, by the subclasses that implement it; handing self or a submodule to a function that
     runs it (``generate_fn(model=self.model)``, ``calibrate(self.model, data)``, at any depth,
-    module-level functions of any file, static methods (``self._run(self.model, x)``), class-level
-    aliases such as ``decode = decode_function``);
+    module-level functions of any file, methods and static methods (``self._run(self.model, x)``),
+    a base's method in any file (``super().encode(obs, self.enc)``), class-level aliases such as
+    ``decode = decode_function``);
     handing a computing method over as a callback to a function that calls it
     (``multi_apply(self.loss_single, feats)``). Reached directly or through other methods of the
     class and its bases (any depth, recursion allowed; an abstract helper through its overrides),
