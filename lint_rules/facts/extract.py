@@ -16,6 +16,7 @@ from lint_rules.facts.callers import Callers
 from lint_rules.facts.classes import Classes
 from lint_rules.facts.entry_uses import EntryUses
 from lint_rules.facts.forward_patches import ForwardPatches
+from lint_rules.facts.handovers import Handovers
 from lint_rules.facts.init_contexts import InitContexts
 from lint_rules.facts.meta_submodules import MetaSubmodules
 from lint_rules.facts.model import FileFacts
@@ -25,7 +26,7 @@ from lint_rules.noqa import noqa_lines
 from lint_rules.source import python_parse
 
 COLLECTORS: tuple[type[Collector], ...] = (EntryUses, Classes, ModelFlow, MetaSubmodules, InitContexts,
-                                           ForwardPatches, Callers)
+                                           ForwardPatches, Callers, Handovers)
 
 __all__ = ["COLLECTORS", "extract", "wanted"]
 

@@ -205,6 +205,18 @@ class ForwardPatch:
 
 
 @dataclass(frozen=True)
+class Handover:
+    """An object handed to a function imported from elsewhere: ``apply_kernels(model=model)``."""
+
+    callee: str  # resolved through the file's imports: "liger_kernel.transformers.apply_liger_kernel_to_llama"
+    slot: str  # "0", or the keyword
+    argument: str  # as written: "model", "self.model"
+    line: int
+    col: int  # 0-based column of the callee's last name
+    scope: str  # qualname of the enclosing function ("" at module level)
+
+
+@dataclass(frozen=True)
 class FileFacts:
     path: str
     module: str  # dotted module name derived from the path ("" if unknown)
@@ -227,6 +239,7 @@ class FileFacts:
     attr_setters: tuple[tuple[str, int, int], ...] = field(default=())
     # (method name called or handed over, the function that does it: "Cls.forward", "" at module level).
     attribute_uses: tuple[tuple[str, str], ...] = field(default=())
+    handovers: tuple[Handover, ...] = field(default=())
     # False when the text prefilter skipped the parse: no classes, no marks, imports unknown.
     parsed: bool = True
 

@@ -243,6 +243,31 @@ def test_fwd301_reports_exactly_the_instance_patches_and_renames() -> None:
     assert "forward" not in nn.LayerNorm.__dict__ or nn.LayerNorm.forward is not fixture.fast_norm
 
 
+def test_fwd301_at_the_call_that_hands_a_model_to_a_library() -> None:
+    """``fixtures/fwd301/handed_to_a_library``: the script's lines after which the model it handed
+    over has an instance forward are exactly the reported calls (the library's own line is
+    reported in the library)."""
+    project = os.path.join(FIXTURES, "fwd301", "handed_to_a_library")
+    sys.path.insert(0, project)
+    try:
+        train = importlib.import_module("train")
+    finally:
+        sys.path.pop(0)
+    identity_forward = nn.Identity.forward
+    model = nn.Linear(2, 2)
+    tracer = _PatchTracer([model], [], train.__file__, {"setup", "classes_only"})
+    sys.settrace(tracer.trace)
+    try:
+        train.setup(model)
+        train.classes_only(model)
+    finally:
+        sys.settrace(None)
+        nn.Identity.forward = identity_forward  # the library patches a class too
+    runtime = {line for line, effects in tracer.effects.items() if "instance" in effects}
+    reported = {d["line"] for d in _lint(project, "train.py")}
+    assert len(runtime) == 2 and reported == runtime
+
+
 # -- FWD201 --------------------------------------------------------------------------------
 
 class _CompileTracer:

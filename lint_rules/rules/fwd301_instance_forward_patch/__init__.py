@@ -34,6 +34,15 @@ What is reported (anywhere but class bodies)
     ``module.__dict__[name] = fn.__get__(module)``), the helper read in the same file or the one it
     is imported from.
 
+    At the user's call: handing an object to a function of another package that rebinds
+    ``forward`` on the parameter it fills (``apply_liger_kernel_to_llama(model=model)``, whose body
+    does ``model.forward = MethodType(lce_forward, model)``; 41 of Liger-Kernel 0.8.5's 45
+    ``apply_liger_kernel_to_*`` functions do), read from the installed package (``--python``); the
+    message names the line there. Not followed: a function that patches only what it reaches from
+    the parameter (``_patch_rms_norm_module(model.model.norm)``), or that dispatches through a
+    mapping (transformers' ``_apply_liger_kernel_to_instance(model=...)``, the one such call in the
+    19 labelled packages, is missed).
+
 Not reported
     Patching a class (``Block.forward = f``, ``type(m).forward = f``, ``cls.forward = f``): every
     instance changes consistently and the printed class is still the one that runs. The receiver
@@ -74,11 +83,11 @@ Real code
 
 from __future__ import annotations
 
-from typing import Iterator, Mapping, Sequence
+from typing import Iterator, Mapping, Optional, Sequence
 
 from lint_rules import contract
 from lint_rules.diagnostics import Diagnostic
-from lint_rules.facts.model import SRC_ELEMENT, SRC_NOT_MODULE, FileFacts, ForwardPatch
+from lint_rules.facts.model import SRC_ELEMENT, SRC_NOT_MODULE, FileFacts, ForwardPatch, Handover
 from lint_rules.fix.result import FileFix, FixContext, Unfixed
 from lint_rules.project import ClassRef, ProjectIndex
 from lint_rules.rules.base import Invalid, Valid
@@ -225,13 +234,48 @@ def message(patch: ForwardPatch) -> str:
             f"named subclass")
 
 
+def _patches_instance(view: ProjectIndex, facts: FileFacts, patch: ForwardPatch) -> bool:
+    if patch.form == "helper" and not _sets_forward(view, facts, patch):
+        return False
+    return patch.form == "rename" or _receiver(view, facts, patch) == "instance"
+
+
+def _patch_of_given(view: ProjectIndex, facts: FileFacts, handed: Handover) -> Optional[tuple[FileFacts, ForwardPatch]]:
+    """The line of a function outside the project that rebinds ``forward`` on the parameter
+    ``handed`` fills (``model.forward = MethodType(fast, model)`` in Liger's
+    ``apply_liger_kernel_to_llama(model=...)``)."""
+    found = view.find_function(handed.callee, facts)
+    if found is None or view.holds(found[0].path):  # the project's own: reported at its patch line
+        return None
+    file, function = found
+    param = function.params[int(handed.slot)] if handed.slot.isdigit() and int(handed.slot) < len(
+        function.params) else handed.slot
+    if param not in function.params:
+        return None
+    patch = next((p for p in file.forward_patches if p.scope == function.name and p.receiver == param
+                  and p.form not in ("rename", "restore") and _patches_instance(view, file, p)), None)
+    return (file, patch) if patch is not None else None
+
+
 def check(view: ProjectIndex, facts: FileFacts) -> Iterator[Diagnostic]:
     for patch in facts.forward_patches:
-        if patch.form == "helper" and not _sets_forward(view, facts, patch):
-            continue
-        if patch.form != "rename" and _receiver(view, facts, patch) != "instance":
-            continue
-        yield Diagnostic(facts.path, patch.line, patch.col, CODE, message(patch), f"{patch.receiver}.{patch.at}")
+        if _patches_instance(view, facts, patch):
+            yield Diagnostic(facts.path, patch.line, patch.col, CODE, message(patch), f"{patch.receiver}.{patch.at}")
+    for handed in facts.handovers:
+        found = _patch_of_given(view, facts, handed)
+        if found is not None:
+            name = handed.callee.rpartition(".")[2]
+            yield Diagnostic(facts.path, handed.line, handed.col, CODE, given_message(handed, *found), name)
+
+
+def given_message(handed: Handover, file: FileFacts, patch: ForwardPatch) -> str:
+    name = handed.callee.rpartition(".")[2]
+    given = handed.argument if handed.slot.isdigit() else f"{handed.slot}={handed.argument}"
+    return (f"{name}({given}) rebinds forward on the instance it is given ({file.module or 'its module'} line "
+            f"{patch.line}: {patch.receiver}.forward = ...): print({handed.argument}) still shows the original "
+            f"classes, and forward-routing wrappers collide with an instance forward (Fabric's mark_forward_method, "
+            f"runtime_shim.guard); where the library can patch the classes instead, do that before the model is "
+            f"built (Liger: apply_liger_kernel_to_*() without model=)")
 
 
 def fix(context: FixContext, findings: Sequence[Diagnostic],
