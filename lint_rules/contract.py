@@ -119,6 +119,11 @@ def check_mode(mode: str) -> str:
     return mode
 
 
+def entry_of_message(message: str) -> str:
+    """The ``Class.method`` an unmarked-entry or bypassed-mark message is about: both start with it."""
+    return message.split(" ", 1)[0]
+
+
 def bypassed_mark_message(cls: str, method: str, chain: str) -> str:
     """A marked method ran without being routed (called through the class, e.g. ``GPT.generate(m, x)``)."""
     return (

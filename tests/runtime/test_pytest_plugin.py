@@ -1,0 +1,155 @@
+"""``pytest --fwd-guard`` (``lint_rules/pytest_plugin.py``), as a user runs it: pytest as a
+subprocess on a small project whose tests set up DDP (a 1-rank gloo group), FSDP2 and Fabric and
+call an unmarked ``generate``."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.timeout(600)
+
+MODELS = '''
+import sys
+
+import pytest
+import torch
+import torch.distributed as dist
+import torch.nn as nn
+
+
+class GPT(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = nn.Linear(2, 2)
+
+    def forward(self, x):
+        return self.lin(x)
+
+    def generate(self, x):  # a submodule outside the wrapper's forward: an entry under every wrapper
+        return self.lin(x)
+
+
+@pytest.fixture(scope="module")
+def group():
+    import socket
+
+    with socket.socket() as probe:  # a port of its own per process (pytest-xdist workers)
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    if not dist.is_initialized():
+        dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=0, world_size=1)
+    yield
+    dist.destroy_process_group()
+
+
+def test_ddp(group):
+    from torch.nn.parallel import DistributedDataParallel as DDP
+
+    ddp = DDP(GPT())
+    ddp.module.generate(torch.zeros(1, 2))
+
+
+def test_fsdp2(group):
+    from torch.distributed.fsdp import fully_shard
+
+    model = GPT()
+    fully_shard(model)
+    model.generate(torch.zeros(1, 2))
+
+
+def test_fabric(group):
+    from lightning.fabric import Fabric
+
+    fabric = Fabric(accelerator="cpu", devices=1, strategy="ddp")  # one device: nothing to guard
+    fabric.launch()
+    fabric.setup(GPT()).generate(torch.zeros(1, 2))
+
+
+def test_marked(group):
+    from torch.nn.parallel import DistributedDataParallel as DDP
+
+    from runtime_shim import forward_entry
+
+    class Marked(GPT):
+        @forward_entry
+        def generate(self, x):
+            return self.lin(x)
+
+    DDP(Marked()).module.generate(torch.zeros(1, 2))
+
+
+def test_unwrapped():
+    GPT().generate(torch.zeros(1, 2))
+'''
+
+CONFTEST = '''
+import sys
+
+
+def pytest_sessionstart(session):
+    print(f"loaded at start: runtime_shim={'runtime_shim' in sys.modules} torch={'torch' in sys.modules}")
+'''
+
+
+@pytest.fixture(scope="module")
+def project(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("guarded")
+    (root / "test_models.py").write_text(MODELS)
+    (root / "conftest.py").write_text(CONFTEST)
+    return root
+
+
+def _pytest(project: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST_", "FWD_"))}
+    env["COLUMNS"] = "300"  # the short summary lines whole
+    return subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", "-rA", *args],
+                          cwd=project, capture_output=True, text=True, timeout=500, env=env)
+
+
+def _summary(out: str) -> list[str]:
+    lines = out.splitlines()
+    start = next((i for i, line in enumerate(lines) if "fwdlint: unmarked forward entries" in line), None)
+    return [] if start is None else [line for line in lines[start + 1:start + 3] if "first run by" in line]
+
+
+def test_without_the_option_nothing_is_guarded_or_imported(project: Path) -> None:
+    """What the suite does unguarded: DDP runs the entry silently (the ranks' gradients would part),
+    FSDP2 fails with a DTensor error, Fabric with its own message."""
+    run = _pytest(project, "-s")
+    assert run.returncode == 1, run.stdout + run.stderr
+    assert "loaded at start: runtime_shim=False torch=False" in run.stdout
+    assert "PASSED test_models.py::test_ddp" in run.stdout
+    assert "FAILED test_models.py::test_fsdp2 - RuntimeError: aten.addmm.default got mixed torch.Tensor and DTensor" \
+        in run.stdout
+    assert "FAILED test_models.py::test_fabric - RuntimeError: You are calling the method" in run.stdout
+    assert _summary(run.stdout) == []
+
+
+def test_guard_fails_the_tests_that_run_an_unmarked_entry(project: Path) -> None:
+    run = _pytest(project, "--fwd-guard")
+    assert run.returncode == 1, run.stdout + run.stderr
+    for name in ("test_ddp", "test_fsdp2", "test_fabric"):
+        assert f"FAILED test_models.py::{name} - runtime_shim.errors.UnmarkedEntryError: GPT.generate" in run.stdout
+    assert "PASSED test_models.py::test_marked" in run.stdout
+    assert "PASSED test_models.py::test_unwrapped" in run.stdout
+    assert _summary(run.stdout) == ["GPT.generate  first run by test_models.py::test_ddp"]
+
+
+def test_warn_mode_runs_the_tests_and_lists_the_entries(project: Path) -> None:
+    run = _pytest(project, "--fwd-guard=warn")
+    assert "PASSED test_models.py::test_ddp" in run.stdout, run.stdout + run.stderr
+    assert "UnmarkedEntryError" not in run.stdout
+    assert _summary(run.stdout) == ["GPT.generate  first run by test_models.py::test_ddp"]
+
+
+def test_the_summary_is_the_same_under_xdist(project: Path) -> None:
+    run = _pytest(project, "--fwd-guard", "-n", "2", "-p", "xdist")
+    assert run.returncode == 1, run.stdout + run.stderr
+    assert "3 failed, 2 passed" in run.stdout
+    summary = _summary(run.stdout)
+    assert len(summary) == 1 and summary[0].startswith("GPT.generate  first run by test_models.py::test_")
