@@ -47,6 +47,15 @@ def _lint(cwd: str, *paths: str) -> list[dict[str, Any]]:
     return report["diagnostics"]
 
 
+def _import_from(directory: str, name: str) -> ModuleType:
+    """Module ``name`` of the fixture project at ``directory``, imported as its code imports it."""
+    sys.path.insert(0, directory)
+    try:
+        return importlib.import_module(name)
+    finally:
+        sys.path.pop(0)
+
+
 def _load(path: str, name: str) -> ModuleType:
     spec = importlib.util.spec_from_file_location(name, path)
     assert spec is not None and spec.loader is not None
@@ -66,11 +75,7 @@ def _meta_children(model: nn.Module) -> set[str]:
 def _fwd101_runtime() -> dict[str, set[str]]:
     """Class -> its attributes that are registered submodules holding meta tensors."""
     fixture = _load(os.path.join(FIXTURES, "fwd101", "meta_submodules.py"), "fwd101_meta_submodules")
-    sys.path.insert(0, os.path.join(FIXTURES, "fwd101", "package_template"))
-    try:
-        net = importlib.import_module("models.net")
-    finally:
-        sys.path.pop(0)
+    net = _import_from(os.path.join(FIXTURES, "fwd101", "package_template"), "models.net")
     runs: dict[str, Callable[[], nn.Module]] = {
         "Model": fixture.Model,
         "SelfCopy": lambda: _then(fixture.SelfCopy(), lambda m: m.keep_shape_copy()),
@@ -248,11 +253,7 @@ def test_fwd301_at_the_call_that_hands_a_model_to_a_library() -> None:
     over has an instance forward are exactly the reported calls (the library's own line is
     reported in the library)."""
     project = os.path.join(FIXTURES, "fwd301", "handed_to_a_library")
-    sys.path.insert(0, project)
-    try:
-        train = importlib.import_module("train")
-    finally:
-        sys.path.pop(0)
+    train = _import_from(project, "train")
     identity_forward = nn.Identity.forward
     model = nn.Linear(2, 2)
     tracer = _PatchTracer([model], [], train.__file__, {"setup", "classes_only"})
@@ -378,11 +379,7 @@ def test_fwd201_across_files(monkeypatch) -> None:
 
     _eager_compile(monkeypatch)
     project = os.path.join(FIXTURES, "fwd201", "compiled_across_files")
-    sys.path.insert(0, project)
-    try:
-        train = importlib.import_module("app.train")
-    finally:
-        sys.path.pop(0)
+    train = _import_from(project, "app.train")
     torch._dynamo.reset()
     tracer = _CompileTracer({"run"}, train.__file__)
     _run_traced(tracer, lambda: train.run(Fabric(accelerator="cpu", devices=1)))
