@@ -63,20 +63,36 @@ def _flush() -> None:
         call()
 
 
+class _ThenCall:
+    """A spec's own loader: the real one executes the module, then ``after`` runs. The real loader
+    is wrapped, never changed: it may be one object shared by many modules (pytest's
+    assertion-rewriting hook loads every module of a distribution that registers a pytest plugin,
+    this package's included), and changing it would run one module's callback, and clear its
+    "initializing" flag, when another finishes. Everything else is the real loader's."""
+
+    def __init__(self, loader: Any, spec: Any, after: Callable[[Any], None]) -> None:
+        self._loader, self._spec, self._after = loader, spec, after
+
+    def create_module(self, spec: Any) -> Any:
+        create = getattr(self._loader, "create_module", None)
+        return create(spec) if create is not None else None
+
+    def exec_module(self, module: Any) -> None:
+        try:
+            self._loader.exec_module(module)
+        finally:
+            self._spec._initializing = False  # done (or failed): callbacks may rely on it
+        self._after(module)
+
+    def __getattr__(self, name: str) -> Any:  # get_source, get_code, is_package, resource readers
+        return getattr(self._loader, name)
+
+
 def _wrap_loader(fullname: str, spec: Any, after: Callable[[Any], None]) -> Any:
-    """Return ``spec`` with its loader's ``exec_module`` followed by ``after(module)``."""
+    """Return ``spec`` with a loader that runs ``after(module)`` once the module has executed."""
     if spec is None or spec.loader is None or not hasattr(spec.loader, "exec_module"):
         return spec
-    exec_module = spec.loader.exec_module
-
-    def exec_then_call(module: Any) -> None:
-        try:
-            exec_module(module)
-        finally:
-            spec._initializing = False  # done (or failed): callbacks may rely on it
-        after(module)
-
-    spec.loader.exec_module = exec_then_call  # type: ignore[method-assign]
+    spec.loader = _ThenCall(spec.loader, spec, after)
     return spec
 
 

@@ -8,6 +8,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Optional
 
 import pytest
 
@@ -104,8 +105,8 @@ def project(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return root
 
 
-def _pytest(project: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST_", "FWD_"))}
+def _pytest(project: Path, *args: str, env: Optional[dict[str, str]] = None) -> subprocess.CompletedProcess[str]:
+    env = {**{k: v for k, v in os.environ.items() if not k.startswith(("PYTEST_", "FWD_"))}, **(env or {})}
     env["COLUMNS"] = "300"  # the short summary lines whole
     return subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", "-rA", *args],
                           cwd=project, capture_output=True, text=True, timeout=500, env=env)
@@ -153,3 +154,63 @@ def test_the_summary_is_the_same_under_xdist(project: Path) -> None:
     assert "3 failed, 2 passed" in run.stdout
     summary = _summary(run.stdout)
     assert len(summary) == 1 and summary[0].startswith("GPT.generate  first run by test_models.py::test_")
+
+
+ROUTED = '''
+import runtime_shim.auto  # FWD_SHIM_MODE=error; isort's order: before torch
+import torch
+import torch.distributed as dist
+import torch.nn as nn
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+
+class Marked(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = nn.Linear(2, 2)
+
+    def forward(self, x):
+        return self.lin(x)
+
+    @runtime_shim.forward_entry
+    def generate(self, x):
+        return self.lin(x)
+
+    def sample(self, x):
+        return self.lin(x)
+
+
+def test_a_marked_method_is_routed_through_ddp():
+    import socket
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=0, world_size=1)
+    try:
+        ddp = DDP(Marked())
+        calls = []
+        ddp.register_forward_pre_hook(lambda module, args: calls.append(1))
+        ddp.module.generate(torch.zeros(1, 2))
+        assert calls == [1]
+        try:
+            ddp.module.sample(torch.zeros(1, 2))
+        except runtime_shim.UnmarkedEntryError:
+            pass
+        else:
+            raise AssertionError("sample ran unguarded")
+    finally:
+        dist.destroy_process_group()
+'''
+
+
+def test_runtime_shim_before_torch_in_a_pytest_process(tmp_path: Path) -> None:
+    """pytest loads every module of a distribution that registers a pytest plugin (``runtime_shim``
+    too, once fwdlint is installed) through its assertion-rewriting hook, one loader for all of
+    them. ``import runtime_shim.auto`` before torch, as isort orders it, still routes a marked
+    method through DDP and raises for an unmarked one. (The shared loader itself:
+    ``tests/test_import_hooks.py``.)"""
+    (tmp_path / "test_routed.py").write_text(ROUTED)
+    run = _pytest(tmp_path, "-W", "error::RuntimeWarning", env={"FWD_SHIM_MODE": "error"})
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert "PASSED test_routed.py::test_a_marked_method_is_routed_through_ddp" in run.stdout
