@@ -55,3 +55,19 @@ def test_example_through_cli_and_flake8(rule, case, tmp_path: Path) -> None:
     assert code == (1 if expected else 0)
     rows = flake8_rows(run_flake8(tmp_path, "--select", rule.CODE, "example.py"))
     assert sorted(rows) == sorted((p, r, c, code, m) for p, r, c, code, m, _ in reported)
+
+
+def test_pre_commit_hooks_name_what_they_run() -> None:
+    """``.pre-commit-hooks.yaml``: the check hook names every rule, the fix hook every rule with a
+    fix (from the registry), and neither claims to be one rule."""
+    import yaml  # pre-commit's own dependency
+
+    from lint_rules.rules import CODES, RULES
+
+    hooks_file = Path(__file__).resolve().parent.parent / ".pre-commit-hooks.yaml"
+    hooks = {hook["id"]: hook for hook in yaml.safe_load(hooks_file.read_text())}
+    fixable = [rule.CODE for rule in RULES if getattr(rule, "fix", None) is not None]
+    assert set(hooks) == {"fwdlint", "fwdlint-fix"}
+    assert all(code in hooks["fwdlint"]["description"] for code in CODES)
+    assert all(code in hooks["fwdlint-fix"]["description"] for code in fixable)
+    assert not any(code in hook["name"] for hook in hooks.values() for code in CODES)
