@@ -57,6 +57,10 @@ def _input_options(parser: argparse.ArgumentParser) -> None:
                         help="files and directories to check (default: the current directory)")
     parser.add_argument("--select", help="comma-separated code prefixes to report (default: FWD)")
     parser.add_argument("--ignore", help="comma-separated code prefixes not to report")
+    parser.add_argument("--extend-select", help="code prefixes to report in addition to --select and the "
+                        "configuration's select and extend-select")
+    parser.add_argument("--extend-ignore", help="code prefixes not to report, in addition to --ignore and the "
+                        "configuration's ignore and extend-ignore")
     parser.add_argument("--exclude", help="comma-separated globs of files/directories to skip, as in flake8: "
                         "one holding a / is relative to the current directory and matches whole paths "
                         "(mymodels/vae.py, mymodels/*, sub/), one without matches any file or directory "
@@ -200,8 +204,8 @@ def _run_options(args: argparse.Namespace) -> Run | int:
     from lint_rules.engine import AUTO_JOBS, Run
     from lint_rules.settings import Config
 
-    given = {key: getattr(args, key.replace("-", "_")) for key in (*settings.LIST_KEYS, "per-file-ignores",
-                                                                   "forward-helpers")}
+    given = {key: getattr(args, key.replace("-", "_")) for key in (*settings.LIST_KEYS, *settings.EXTEND_KEYS,
+                                                                   "per-file-ignores", "forward-helpers")}
     try:
         options = settings.resolve({**given, "python": args.python}, args.paths, args.config, args.isolated)
     except settings.ConfigError as exc:

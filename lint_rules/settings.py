@@ -10,7 +10,9 @@ configuration; there is no merging across files. A file that does not contain ``
 is not parsed (it cannot configure fwdlint; a broken ``tox.ini`` of another tool is none of our
 business). ``--config PATH`` reads exactly that file, ``--isolated`` none.
 
-Keys (``-`` or ``_``): ``module-bases``, ``mark-decorators``, ``select``, ``ignore``, ``exclude``
+Keys (``-`` or ``_``): ``module-bases``, ``mark-decorators``, ``select``, ``ignore``,
+``extend-select``, ``extend-ignore`` (added to ``select`` / ``ignore``, the file's first, then the
+command line's, never replacing them), ``exclude``
 (comma/whitespace separated strings; in TOML also arrays of strings), ``python-executable`` (a
 string), ``forward-helpers`` (``report`` or ``skip``) and ``per-file-ignores`` (flake8's
 ``pattern:CODES`` syntax; in TOML also an array of such strings or a table ``{pattern = codes}``).
@@ -42,7 +44,9 @@ from lint_rules.rules import CODES
 
 CONFIG_FILES = ("pyproject.toml", "setup.cfg", "tox.ini", ".flake8")
 LIST_KEYS = ("module-bases", "mark-decorators", "select", "ignore", "exclude")
-KEYS = (*LIST_KEYS, "python-executable", "per-file-ignores", "forward-helpers")
+#: Keys that add codes to ``select`` / ``ignore`` (from the file, then the command line) instead of replacing them.
+EXTEND_KEYS = ("extend-select", "extend-ignore")
+KEYS = (*LIST_KEYS, *EXTEND_KEYS, "python-executable", "per-file-ignores", "forward-helpers")
 #: Keys the flake8 plugin reads from ``[flake8]`` as ``fwd-<key>`` that mean the same to the CLI.
 FLAKE8_KEYS = ("module-bases", "mark-decorators", "python-executable", "forward-helpers")
 
@@ -337,7 +341,7 @@ def config_values(config: ConfigFile) -> tuple[dict[str, Any], dict[str, str], l
             problem = _dotted_names(items)
             if problem:
                 raise bad(problem)
-        if key in ("select", "ignore"):
+        if key in ("select", "ignore", *EXTEND_KEYS):
             problem = EMPTY_SELECT if key == "select" and not items else first_code_problem(items)
             if problem:
                 raise bad(problem)
@@ -423,6 +427,14 @@ def resolve(given: Mapping[str, Optional[str]], paths: Sequence[str] = (), confi
         if problem:
             raise ConfigError(f"fwdlint: error: --{key}{_named(option, key)}: {problem}")
 
+    extended: dict[str, tuple[str, ...]] = {}
+    for key in EXTEND_KEYS:  # the file's codes, then the command line's, on top of select / ignore
+        option = given.get(key)
+        items = split_list(option) if option is not None else ()
+        problem = first_code_problem(list(items))
+        if problem:
+            raise ConfigError(f"fwdlint: error: --{key}{_named(option or '', key)}: {problem}")
+        extended[key] = (*(values.get(key) or ()), *items)
     helpers = given.get("forward-helpers") or values.get("forward-helpers") or FORWARD_HELPERS[0]
     python, source = given.get("python"), None
     if not python and values.get("python-executable"):
@@ -431,8 +443,8 @@ def resolve(given: Mapping[str, Optional[str]], paths: Sequence[str] = (), confi
         module_bases=chosen["module-bases"] or (),
         mark_decorators=chosen["mark-decorators"] or (),
         forward_helpers=helpers,
-        select=chosen["select"] if chosen["select"] is not None else ("FWD",),
-        ignore=chosen["ignore"] or (),
+        select=(*(chosen["select"] if chosen["select"] is not None else ("FWD",)), *extended["extend-select"]),
+        ignore=(*(chosen["ignore"] or ()), *extended["extend-ignore"]),
         exclude=chosen["exclude"] or (),
         per_file_ignores=chosen["per-file-ignores"] or (),
         python=python or None,

@@ -297,3 +297,23 @@ def test_forward_helpers_option_replaces_the_key(project: Path, lint: Lint) -> N
     assert lint(project, "--forward-helpers", "report")[0] == 1
     (project / "pyproject.toml").write_text("[tool.fwdlint]\nforward-helpers = 'report'\n")
     assert lint(project, "--forward-helpers", "skip") == (0, "", "")
+
+
+def test_extend_select_and_extend_ignore_add_to_select_and_ignore(project: Path, lint: Lint) -> None:
+    """ruff's and flake8's habit: extend-* adds codes, the file's then the command line's; select
+    and ignore (file or option) are kept."""
+    (project / "model.py").write_text(BAD)  # FWD001
+    (project / "pyproject.toml").write_text("[tool.fwdlint]\nselect = ['FWD3']\nextend-select = ['FWD0']\n")
+    assert lint(project)[1].startswith(FINDING)  # FWD3 alone would say nothing
+    assert lint(project, "--select", "FWD3")[0] == 1  # the option replaces select; extend-select stays
+    assert lint(project, "--extend-ignore", "FWD001") == (0, "", "")
+    (project / "pyproject.toml").write_text("[tool.fwdlint]\nignore = ['FWD0']\nextend-ignore = ['FWD3']\n")
+    assert lint(project) == (0, "", "")
+    assert lint(project, "--extend-select", "FWD001")[0] == 1  # the longer prefix wins, as with select
+    (project / "pyproject.toml").write_text("[tool.fwdlint]\nextend-select = ['FWD9']\n")
+    code, out, err = lint(project)
+    assert (code, out) == (2, "") and err.startswith(
+        "pyproject.toml: error: [tool.fwdlint] bad value for 'extend-select': no rule code starts with 'FWD9'")
+    (project / "pyproject.toml").unlink()
+    code, out, err = lint(project, "--extend-ignore", "E501")
+    assert (code, out) == (2, "") and err.startswith("fwdlint: error: --extend-ignore E501: no rule code starts with")
