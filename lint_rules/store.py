@@ -169,8 +169,10 @@ def _claim(directory: Path) -> bool:
     info = os.lstat(directory)
     if not stat.S_ISDIR(info.st_mode):  # a file, or a link (a checked-in link must not send writes elsewhere)
         return False
+    # listed before the tag is looked for: another run may tag the directory in between, and then
+    # the tag is seen (and waited for), not taken for a stranger's file in an untagged directory
+    entries = set(os.listdir(directory))
     if not _is_ours(directory):
-        entries = set(os.listdir(directory))
         legacy = entries and entries <= _LEGACY and _ours_legacy(directory)
         if entries and not legacy:
             return False

@@ -285,3 +285,21 @@ def test_flake8_closes_its_cache(project: Path, jobs: str) -> None:
         (writes,) = db.execute("SELECT CAST(value AS INTEGER) FROM meta WHERE key = 'writes'").fetchone()
     assert writes >= 1
     assert not Path(f"{database}-wal").exists() or Path(f"{database}-wal").stat().st_size == 0
+
+
+def test_a_tag_written_by_another_run_while_this_one_looks(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Two runs claim one new cache directory: the other run tags it just as this one lists it. The
+    tag is then seen (and waited for), not taken for a stranger's file: no warning, the cache is used."""
+    from lint_rules import store
+
+    directory = tmp_path / store.CACHE_DIR_NAME
+    directory.mkdir()
+    listdir = os.listdir
+
+    def tagged_meanwhile(path: "str | os.PathLike[str]") -> list[str]:
+        if Path(path) == directory and not (directory / store.TAG_NAME).exists():
+            (directory / store.TAG_NAME).write_text(store.TAG_TEXT)  # the other run, at that moment
+        return listdir(path)
+
+    monkeypatch.setattr(os, "listdir", tagged_meanwhile)
+    assert store.cache_directory(directory) == directory
