@@ -66,7 +66,7 @@ class Config:
 
     module_bases: tuple[str, ...] = ()
     mark_decorators: tuple[str, ...] = ()  # the user's own decorators that apply forward_entry
-    forward_helpers: str = "report"  # FWD001 on methods the project calls only from forward: or "skip"
+    forward_helpers: str = FORWARD_HELPERS[0]  # FWD001 on methods the project calls only from forward
 
 
 @dataclass(frozen=True)

@@ -19,7 +19,7 @@ from typing import Any
 
 from lint_rules.facts.model import Handover
 from lint_rules.facts.traversal import Collector, Scope
-from lint_rules.facts.walk import call_args, dotted_name
+from lint_rules.facts.walk import arg_slots, call_args, dotted_name
 
 _NOT_HANDED_TO = ("torch.", "builtins.")
 
@@ -44,11 +44,7 @@ class Handovers(Collector):
         top, own = callee.split(".", 1)[0], self.walk.module_name.split(".", 1)[0]
         if callee.startswith(_NOT_HANDED_TO) or top in sys.stdlib_module_names or (own and top == own):
             return  # the standard library; a package's own functions: reported where those patch, if they do
-        args = [arg for arg in call_args(call) if not arg.star]
-        position = 0
-        for arg in args:
-            slot = arg.keyword if arg.keyword is not None else str(position)
-            position += arg.keyword is None
+        for slot, arg in arg_slots(call_args(call)):
             handed = dotted_name(arg.value) if type(arg.value) in (ast.Name, ast.Attribute) else None
             if handed is not None:
                 line, col = (self.walk.attr_position(call.func) if type(call.func) is ast.Attribute

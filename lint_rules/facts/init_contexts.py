@@ -25,7 +25,7 @@ from typing import Any, Optional
 from lint_rules.facts.devices import init_context
 from lint_rules.facts.model import COMPILE, InitCall
 from lint_rules.facts.traversal import Collector, Scope
-from lint_rules.facts.walk import DEFINITIONS, LEAVES, call_args, child_nodes, dotted_name
+from lint_rules.facts.walk import DEFINITIONS, LEAVES, arg_slots, call_args, child_nodes, dotted_name
 from lint_rules.vocabulary import INIT_METHODS  # what a chain from a construction starts with
 
 
@@ -152,12 +152,9 @@ class InitContexts(Collector):
         """(slot, what) of the arguments that may be compiled: ``torch.compile`` for a
         ``torch.compile(...)`` call or a local bound to one, else the name resolved through the
         file's imports (the rule knows which module-level names are compiled)."""
-        found = []
-        for position, arg in enumerate(a for a in call_args(call) if a.keyword is None and not a.star):
-            found.append((str(position), arg.value))
-        found.extend((arg.keyword, arg.value) for arg in call_args(call) if arg.keyword is not None)
         kept = []
-        for slot, value in found:
+        for slot, arg in arg_slots(call_args(call)):
+            value = arg.value
             if self._is_compile(value) or (type(value) is ast.Name and value.id in local):
                 kept.append((slot, COMPILE))
             elif type(value) is ast.Name:

@@ -32,6 +32,23 @@ class Arg(NamedTuple):
     value: ast.expr
 
 
+def arg_slots(args: Sequence[Arg]) -> list[tuple[str, Arg]]:
+    """(slot, argument) for the arguments a callee's parameters can be matched with: a position
+    ("0", "1", ...) or a keyword. A positional argument after ``*rest`` has no known position and
+    ``**kw`` no name: both are left out."""
+    found: list[tuple[str, Arg]] = []
+    position: Optional[int] = 0
+    for arg in args:
+        if arg.star == "*":
+            position = None
+        elif arg.keyword is not None:
+            found.append((arg.keyword, arg))
+        elif position is not None and not arg.star:
+            found.append((str(position), arg))
+            position += 1
+    return found
+
+
 class Param(NamedTuple):
     """One parameter of a def or lambda, in order; ``star`` is "*" for ``*args`` and "**" for ``**kwargs``."""
 
