@@ -128,6 +128,15 @@ def remove_leaked_hooks(model: nn.Module) -> None:
         module._forward_hooks.clear()
 
 
+def one_rank_group() -> None:
+    """One thread, and a 1-rank gloo group on a free port (what every comparison here runs in)."""
+    torch.set_num_threads(1)
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=0, world_size=1)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", default="10,100,1000,10000")
@@ -136,11 +145,7 @@ def main() -> None:
     parser.add_argument("--pairs", type=int, default=21, help="paired samples per comparison")
     parser.add_argument("--target", type=float, default=0.05, help="seconds per sample (at least one call)")
     args = parser.parse_args()
-    torch.set_num_threads(1)
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
-    dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=0, world_size=1)
+    one_rank_group()
     x = torch.randn(args.batch, args.dim)
     rows = []
     for n in (int(s) for s in args.sizes.split(",")):

@@ -87,6 +87,10 @@ def _input_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--cache-dir", type=Path, help="where the facts cache lives "
                         "(default: .fwdlint_cache under the project root)")
     parser.add_argument("--no-cache", action="store_true", help="neither read nor write the facts cache")
+    parser.add_argument("--from-record", metavar="PATH", help="also report the unmarked forward entries a run "
+                        "recorded (pytest --fwd-record PATH, or FWD_SHIM_MODE=record with FWD_RECORD=PATH) as FWD004, "
+                        "where FWD001 did not find them; --fix marks them; --statistics adds the static analysis' "
+                        "recall on that run")
     parser.add_argument("--python", metavar="PATH", help="the environment whose installed packages hold the "
                         "checked code's bases and attribute types: a virtual environment or conda prefix, or an "
                         "interpreter (read from its files, never imported; default: $VIRTUAL_ENV, $CONDA_PREFIX, "
@@ -161,10 +165,16 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     files = list(python_files(args.paths, run.exclude, errors=walk_errors))
     if args.fix or args.diff:
         return _fix(args, files, run, walk_errors)
-    result = analyse(files, run, reuse=True)
+    result = analyse(files, run, reuse=not run.config.record)  # the record's summary reads the facts
     if result.reused and args.verbose:
         print("fwdlint: nothing the findings depend on changed: reporting the last run's", file=sys.stderr)
     result.errors = sorted([*result.errors, *(FileError(path, reason) for path, reason in walk_errors)])
+    if run.config.record:
+        from lint_rules.rules import fwd004_observed_entry as observed
+
+        said = observed.summary(run.config.observed, list(result.views.values()), result.diagnostics, files)
+        for line in said.lines(run.config.record, args.statistics):
+            print(line, file=sys.stderr)
     return _report(args, result, run)
 
 
@@ -200,12 +210,12 @@ def _report(args: argparse.Namespace, result: Result, run: Run) -> int:
 
 def _run_options(args: argparse.Namespace) -> Run | int:
     """The run the options and the configuration ask for, or an exit status after a one-line error."""
-    from lint_rules import environment, settings
+    from lint_rules import environment, run_record, settings
     from lint_rules.engine import AUTO_JOBS, Run
     from lint_rules.settings import Config
 
-    given = {key: getattr(args, key.replace("-", "_")) for key in (*settings.LIST_KEYS, *settings.EXTEND_KEYS,
-                                                                   "per-file-ignores", "forward-helpers")}
+    keys = (*settings.LIST_KEYS, *settings.EXTEND_KEYS, "per-file-ignores", "forward-helpers", "from-record")
+    given = {key: getattr(args, key.replace("-", "_")) for key in keys}
     try:
         options = settings.resolve({**given, "python": args.python}, args.paths, args.config, args.isolated)
     except settings.ConfigError as exc:
@@ -222,8 +232,16 @@ def _run_options(args: argparse.Namespace) -> Run | int:
             print(f"{options.python_source}: {str(exc).replace(f'--python {options.python}: ', '', 1)}",
                   file=sys.stderr)
         return 2
+    observed: tuple[run_record.Entry, ...] = ()
+    if options.from_record:
+        try:
+            observed = tuple(run_record.load(options.from_record))
+        except run_record.RecordError as exc:
+            print(f"fwdlint: error: {exc}", file=sys.stderr)
+            return 2
     return Run(config=Config(module_bases=options.module_bases, mark_decorators=options.mark_decorators,
-                             forward_helpers=options.forward_helpers),
+                             forward_helpers=options.forward_helpers, observed=observed,
+                             record=options.from_record or ""),
                select=options.select, ignore=options.ignore, environment=env,
                jobs=AUTO_JOBS if args.jobs is None else args.jobs or _cpus(),
                project_root=args.project_root.resolve() if args.project_root else None, cache=not args.no_cache,

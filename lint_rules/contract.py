@@ -94,9 +94,13 @@ def unmarked_entry_message(cls: str, method: str, chain: str) -> str:
 #: Environment variable read by ``import runtime_shim.auto``.
 MODE_ENV_VAR = "FWD_SHIM_MODE"
 #: Accepted modes: ``error`` and ``warn`` detect unmarked entry points, ``route`` only routes marked
-#: ones (what importing ``runtime_shim`` does), ``off`` (environment only) does nothing at all.
-MODES: tuple[str, ...] = ("error", "warn", "route")
-AUTO_MODES: tuple[str, ...] = ("error", "warn", "route", "off")
+#: ones (what importing ``runtime_shim`` does), ``record`` detects silently and records (into
+#: ``FWD_RECORD``), ``off`` (environment only) does nothing at all.
+MODES: tuple[str, ...] = ("error", "warn", "record", "route")
+AUTO_MODES: tuple[str, ...] = ("error", "warn", "record", "route", "off")
+#: Where entries are recorded (``lint_rules.run_record``): with ``record``, and with any other
+#: detecting mode when set.
+RECORD_ENV_VAR = "FWD_RECORD"
 DEFAULT_MODE = "error"
 
 #: Attributes the shim keeps in a guarded module's ``__dict__``.

@@ -188,11 +188,16 @@ def check_file(index: ProjectIndex, facts: FileFacts, select: Sequence[str], ign
     from lint_rules.rules import selected
 
     found = []
+    defers: dict[str, str] = {}  # a rule's code -> the code whose finding on the same line and symbol wins
     for rule in selected(tuple(select), tuple(ignore)):
+        defers[rule.CODE] = getattr(rule, "DEFERS_TO", "")
         for diagnostic in rule.check(index, facts):
             if honour_noqa and is_suppressed(facts.noqa, diagnostic.line, diagnostic.code):
                 continue
             found.append(diagnostic)
+    if any(defers.values()):
+        made = {(d.code, d.line, d.symbol) for d in found}
+        found = [d for d in found if (defers[d.code], d.line, d.symbol) not in made]
     return sorted(found)
 
 

@@ -108,6 +108,9 @@ class Plugin:
                           choices=contract.FORWARD_HELPERS,
                           help="FWD: report (default) or skip FWD001 on methods the project calls only from "
                                "forward")
+        parser.add_option("--fwd-from-record", default="", parse_from_config=True, normalize_paths=True,
+                          help="FWD: also report the unmarked forward entries a recorded run saw (FWD004; "
+                               "pytest --fwd-record PATH or FWD_SHIM_MODE=record with FWD_RECORD=PATH)")
         parser.add_option("--fwd-project-root", default="", parse_from_config=True, normalize_paths=True,
                           help="FWD: the project whose files make up the view (default: nearest "
                                "pyproject.toml, setup.cfg, setup.py or .git)")
@@ -143,13 +146,16 @@ class Plugin:
         from lint_rules.settings import Config
 
         env = _environment(options)
+        record = getattr(options, "fwd_from_record", "") or ""
+        observed = _observed(record)
         root = getattr(options, "fwd_project_root", "") or ""
         cache_dir = getattr(options, "fwd_cache_dir", "") or ""
         exclude = [*(getattr(options, "exclude", None) or ()), *(getattr(options, "extend_exclude", None) or ())]
         cls.run_options = Run(
             config=Config(module_bases=tuple(options.fwd_module_bases or ()),
                           mark_decorators=tuple(options.fwd_mark_decorators or ()),
-                          forward_helpers=getattr(options, "fwd_forward_helpers", contract.FORWARD_HELPERS[0])),
+                          forward_helpers=getattr(options, "fwd_forward_helpers", contract.FORWARD_HELPERS[0]),
+                          observed=observed, record=record),
             select=enabled, ignore=(), project_root=Path(root).resolve() if root else None,
             cache=not getattr(options, "fwd_no_cache", False), cache_dir=Path(cache_dir) if cache_dir else None,
             exclude=tuple(exclude), environment=env, start=_start(options))
@@ -251,6 +257,19 @@ def _refuse_unknown_codes(options: argparse.Namespace) -> None:
         if problem:
             sys.stderr.write(f"fwdlint: error: flake8 {option} {entry}: {problem}\n")
             raise SystemExit(2)
+
+
+def _observed(record: str) -> tuple[Any, ...]:
+    """The entries of ``--fwd-from-record``; a record that cannot be used is a usage error (2)."""
+    if not record:
+        return ()
+    from lint_rules import run_record
+
+    try:
+        return tuple(run_record.load(record))
+    except run_record.RecordError as exc:
+        sys.stderr.write(f"fwdlint: error: flake8 --fwd-from-record {exc}\n")
+        raise SystemExit(2) from None
 
 
 def _select_unparsable(options: argparse.Namespace) -> None:

@@ -11,16 +11,27 @@ module imports only pytest, and neither ``runtime_shim`` nor torch is imported b
 * ``--fwd-guard=warn``: ``install("warn")``: the tests run as they would, each unmarked entry
   warns once.
 
+* ``--fwd-record PATH``: record every forward entry the tests run (``runtime_shim.recorder``,
+  format ``lint_rules.run_record``) into a new record at ``PATH``: unmarked ones with the test that
+  first ran them, marked ones to confirm their marks. Alone it guards in mode ``record``: the tests
+  run unchanged. With ``--fwd-guard`` the guard's mode applies and the record is kept as well.
+  ``fwdlint --from-record PATH`` then reports, fixes and counts what the tests found.
+
 The terminal summary lists each offending ``Class.method`` once, with the first test that hit it.
 Under pytest-xdist each worker guards its own process and hands what it saw to the controller
-with the test report (``user_properties``), so the summary is the same with ``-n``.
+with the test report (``user_properties``), so the summary is the same with ``-n``; every worker
+merges its entries into the one record.
 
-Only the pytest processes are guarded: ranks that a test starts as processes of their own
-(``torch.multiprocessing.spawn``) are not.
+Processes a test starts through ``multiprocessing`` (``torch.multiprocessing.spawn`` ranks) are
+guarded and recorded too (``runtime_shim.spawned``): an unmarked entry there fails the rank, and so
+the test, and the summary names it from the rank's error. Programs started anew (``torchrun``)
+get ``FWD_SHIM_MODE`` and ``FWD_RECORD`` and are guarded if they import ``runtime_shim.auto``.
 """
 
 from __future__ import annotations
 
+import os
+import re
 from typing import Any, Optional
 
 import pytest
@@ -28,6 +39,8 @@ import pytest
 from lint_rules.contract import entry_of_message
 
 _PROPERTY = "fwd_unmarked_entry"  # user_properties key: "Class.method"
+#: an UnmarkedEntryError as a spawned rank's traceback text names it (torch's ProcessRaisedException)
+_IN_TRACEBACK = re.compile(r"UnmarkedEntryError: (\S+)")
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -36,19 +49,45 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     metavar="error|warn",
                     help="guard every DDP, FSDP and Fabric wrapper the tests create: an unmarked forward entry "
                          "fails its test (error, the default) or warns (warn); the summary lists each one")
+    group.addoption("--fwd-record", metavar="PATH", default=None,
+                    help="record every forward entry the tests run into a new record at PATH (the tests run "
+                         "unchanged unless --fwd-guard is given too); then: fwdlint --from-record PATH")
 
 
 def pytest_configure(config: pytest.Config) -> None:
     mode = config.getoption("fwd_guard", None)
-    if mode:
-        config.pluginmanager.register(Guard(mode, worker=hasattr(config, "workerinput")), "fwdlint-guard")
+    record = config.getoption("fwd_record", None)
+    if mode or record:
+        worker = hasattr(config, "workerinput")
+        if record and not worker:
+            _start_record(os.path.abspath(record))
+        config.pluginmanager.register(Guard(mode or "record", record, worker), "fwdlint-guard")
+
+
+def _start_record(path: str) -> None:
+    """A new, empty record for this session: never over a file that is not a record."""
+    from lint_rules.run_record import RecordError, load
+
+    if os.path.exists(path):
+        try:
+            load(path)
+        except RecordError as exc:
+            raise pytest.UsageError(f"--fwd-record: {exc}; not replacing it") from None
+        os.unlink(path)
+    if not os.path.isdir(os.path.dirname(path)):
+        raise pytest.UsageError(f"--fwd-record {path}: no such directory")
 
 
 class Guard:
-    def __init__(self, mode: str, worker: bool) -> None:
+    def __init__(self, mode: str, record: Optional[str], worker: bool) -> None:
+        from runtime_shim import recorder, spawned
         from runtime_shim.installer import install
 
-        install(mode)
+        self.record = os.path.abspath(record) if record else None
+        if self.record:
+            recorder.start(self.record)
+        install(mode, single_device=True)  # a suite on one device must find what fails under DDP
+        spawned.follow(mode, self.record)
         self.mode = mode
         self.worker = worker  # an xdist worker: its controller prints the summary
         self.hits: dict[str, str] = {}  # "Class.method" -> the first test that ran it
@@ -74,18 +113,47 @@ class Guard:
         if issubclass(warning_message.category, UnmarkedEntryWarning):
             self._hit(entry_of_message(str(warning_message.message)), nodeid)
 
+    def pytest_sessionfinish(self, session: pytest.Session) -> None:
+        from runtime_shim import recorder
+
+        recorder.stop()  # this process's entries are in the record before the controller reads it
+
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
-        if self.worker or not self.hits:
+        if self.worker:
             return
-        terminalreporter.section(f"fwdlint: unmarked forward entries (--fwd-guard={self.mode})")
-        for entry, nodeid in sorted(self.hits.items()):
-            terminalreporter.line(f"{entry}  first run by {nodeid}")
-        terminalreporter.line("mark each with @forward_entry from runtime_shim, or register it after the set-up "
-                              "(fwdlint --explain FWD001)")
+        hits = dict(self.hits)
+        recorded = self._recorded(hits)
+        if hits:
+            terminalreporter.section(f"fwdlint: unmarked forward entries (--fwd-guard={self.mode})"
+                                     if self.mode != "record" else "fwdlint: unmarked forward entries")
+            for entry, nodeid in sorted(hits.items()):
+                terminalreporter.line(f"{entry}  first run by {nodeid}" if nodeid else entry)
+            terminalreporter.line("mark each with @forward_entry from runtime_shim, or register it after the set-up "
+                                  "(fwdlint --explain FWD001)")
+        if recorded:
+            terminalreporter.line(recorded)
+
+    def _recorded(self, hits: dict[str, str]) -> str:
+        """Adds the record's unmarked entries to ``hits``; the line that says what was recorded."""
+        from lint_rules.run_record import RecordError, load
+
+        if not self.record:
+            return ""
+        try:
+            entries = load(self.record) if os.path.exists(self.record) else []
+        except RecordError as exc:
+            return f"fwdlint: {exc}"
+        for entry in entries:
+            if not entry.marked:
+                hits.setdefault(f"{entry.cls.rpartition('.')[2]}.{entry.method}", entry.test)
+        unmarked = sum(not e.marked for e in entries)
+        return (f"fwdlint: recorded {len(entries)} forward entries ({unmarked} unmarked, {len(entries) - unmarked} "
+                f"marked) in {self.record}; report them with: fwdlint --from-record {self.record}")
 
     def pytest_unconfigure(self, config: pytest.Config) -> None:
-        from runtime_shim import uninstall
+        from runtime_shim import spawned, uninstall
 
+        spawned.unfollow()
         uninstall()
 
 
@@ -98,5 +166,8 @@ def _unmarked_entry(error: Optional[BaseException]) -> str:
     while error is not None and seen < 16:
         if isinstance(error, UnmarkedEntryError):
             return entry_of_message(str(error))
+        spawned = _IN_TRACEBACK.search(str(error))  # a spawned rank's, as text
+        if spawned:
+            return spawned.group(1)
         error, seen = error.__cause__ or error.__context__, seen + 1
     return ""

@@ -5,7 +5,7 @@ Where: ``[tool.fwdlint]`` in ``pyproject.toml``, or ``[fwdlint]`` in ``setup.cfg
 directory when none is given) and goes up to the file-system root; in each directory the files are
 tried in that order, and the first file with a fwdlint section (or, in an INI file, the flake8
 plugin's ``fwd-module-bases``, ``fwd-mark-decorators``, ``fwd-python-executable``,
-``fwd-forward-helpers`` keys in ``[flake8]``, so one configuration serves both) is the
+``fwd-forward-helpers``, ``fwd-from-record`` keys in ``[flake8]``, so one configuration serves both) is the
 configuration; there is no merging across files. A file that does not contain ``fwd`` anywhere
 is not parsed (it cannot configure fwdlint; a broken ``tox.ini`` of another tool is none of our
 business). ``--config PATH`` reads exactly that file, ``--isolated`` none.
@@ -14,7 +14,8 @@ Keys (``-`` or ``_``): ``module-bases``, ``mark-decorators``, ``select``, ``igno
 ``extend-select``, ``extend-ignore`` (added to ``select`` / ``ignore``, the file's first, then the
 command line's, never replacing them), ``exclude``
 (comma/whitespace separated strings; in TOML also arrays of strings), ``python-executable`` (a
-string), ``forward-helpers`` (``report`` or ``skip``) and ``per-file-ignores`` (flake8's
+string), ``forward-helpers`` (``report`` or ``skip``), ``from-record`` (a run record's path, as
+``--from-record``) and ``per-file-ignores`` (flake8's
 ``pattern:CODES`` syntax; in TOML also an array of such strings or a table ``{pattern = codes}``).
 Paths and patterns in a file are relative to its directory. An option given on the command line
 replaces the key. Why strict: a misspelt key
@@ -36,19 +37,22 @@ import re
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Mapping, Optional, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Mapping, Optional, Sequence
 
 from lint_rules.contract import FORWARD_HELPERS
 from lint_rules.discover import normalize_pattern, normalize_patterns, shorter_path as shown
 from lint_rules.rules import CODES
 
+if TYPE_CHECKING:
+    from lint_rules.run_record import Entry
+
 CONFIG_FILES = ("pyproject.toml", "setup.cfg", "tox.ini", ".flake8")
 LIST_KEYS = ("module-bases", "mark-decorators", "select", "ignore", "exclude")
 #: Keys that add codes to ``select`` / ``ignore`` (from the file, then the command line) instead of replacing them.
 EXTEND_KEYS = ("extend-select", "extend-ignore")
-KEYS = (*LIST_KEYS, *EXTEND_KEYS, "python-executable", "per-file-ignores", "forward-helpers")
+KEYS = (*LIST_KEYS, *EXTEND_KEYS, "python-executable", "per-file-ignores", "forward-helpers", "from-record")
 #: Keys the flake8 plugin reads from ``[flake8]`` as ``fwd-<key>`` that mean the same to the CLI.
-FLAKE8_KEYS = ("module-bases", "mark-decorators", "python-executable", "forward-helpers")
+FLAKE8_KEYS = ("module-bases", "mark-decorators", "python-executable", "forward-helpers", "from-record")
 
 #: flake8's form of a code inside ``per-file-ignores`` (what separates codes from file patterns).
 _CODE = re.compile(r"[A-Z]+[0-9]*")
@@ -67,6 +71,8 @@ class Config:
     module_bases: tuple[str, ...] = ()
     mark_decorators: tuple[str, ...] = ()  # the user's own decorators that apply forward_entry
     forward_helpers: str = FORWARD_HELPERS[0]  # FWD001 on methods the project calls only from forward
+    observed: tuple[Entry, ...] = ()  # the run record's entries (``--from-record``; FWD004)
+    record: str = ""  # where they were read from
 
 
 @dataclass(frozen=True)
@@ -81,6 +87,7 @@ class Options:
     ignore: tuple[str, ...] = ()
     exclude: tuple[str, ...] = ()
     per_file_ignores: PerFileIgnores = ()
+    from_record: Optional[str] = None  # a run record's path (FWD004)
     python: Optional[str] = None
     # where ``python`` came from, to start the error line if it cannot run; None: --python
     python_source: Optional[str] = None
@@ -319,6 +326,11 @@ def config_values(config: ConfigFile) -> tuple[dict[str, Any], dict[str, str], l
             # a path (holds a separator) is relative to the file; a bare name is looked up on PATH
             values[key] = normalize_pattern(python, directory) if python and python != "." else python
             continue
+        if key == "from-record":
+            if not isinstance(value, str) or not value.strip():
+                raise bad(f"expected a path, got {_kind(value) if not isinstance(value, str) else 'an empty string'}")
+            values[key] = os.path.join(directory, value.strip())
+            continue
         if key == "forward-helpers":
             if not isinstance(value, str) or value.strip() not in FORWARD_HELPERS:
                 raise bad(f"expected one of {', '.join(FORWARD_HELPERS)}, got {value!r}")
@@ -443,6 +455,7 @@ def resolve(given: Mapping[str, Optional[str]], paths: Sequence[str] = (), confi
         module_bases=chosen["module-bases"] or (),
         mark_decorators=chosen["mark-decorators"] or (),
         forward_helpers=helpers,
+        from_record=given.get("from-record") or values.get("from-record"),
         select=(*(chosen["select"] if chosen["select"] is not None else ("FWD",)), *extended["extend-select"]),
         ignore=(*(chosen["ignore"] or ()), *extended["extend-ignore"]),
         exclude=chosen["exclude"] or (),

@@ -14,11 +14,14 @@ import weakref
 from typing import Any, Optional
 
 ROUTE = "route"
-RANK = {ROUTE: 0, "warn": 1, "error": 2}
+RANK = {ROUTE: 0, "record": 1, "warn": 2, "error": 3}
 
 LOCK = threading.RLock()
 #: The mode ``install`` is active with, or None (set by ``installer`` only).
 mode: Optional[str] = None
+#: Detect on Fabric with one device too (``install(single_device=True)``: the pytest plugin). Off by
+#: default: nothing desynchronises on one device, and a working single-device run must not start failing.
+single_device = False
 #: Wrappers whose guard ``install`` made (and owns).
 guarded: "weakref.WeakSet[Any]" = weakref.WeakSet()
 #: model -> its outermost wrapper created while installed.

@@ -1,11 +1,18 @@
-"""``import runtime_shim.auto``: ``install()`` with the mode from ``FWD_SHIM_MODE`` (``off``: no-op)."""
+"""``import runtime_shim.auto``: ``install()`` with the mode from ``FWD_SHIM_MODE`` (``off``: no-op),
+recording the entries the run uses into ``FWD_RECORD`` when it is set (``record`` needs it)."""
 
 from __future__ import annotations
 
-from lint_rules.contract import mode_from_env
+import os
+
+from lint_rules.contract import MODE_ENV_VAR, RECORD_ENV_VAR, mode_from_env
 
 MODE = mode_from_env()
+if MODE == "record" and not os.environ.get(RECORD_ENV_VAR, "").strip():
+    raise ValueError(f"{MODE_ENV_VAR}=record: set {RECORD_ENV_VAR}=PATH, the file to record the entries in")
 if MODE != "off":
+    from runtime_shim import recorder
     from runtime_shim.installer import install
 
+    recorder.start_from_env()
     install(MODE)

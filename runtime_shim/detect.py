@@ -34,6 +34,7 @@ class Entry:
     module: Any
     method: str
     chain: str
+    caller: Optional[FrameType] = None  # the frame that called the entry method (for the run record)
 
 
 def _skipped(frame: FrameType) -> bool:
@@ -65,7 +66,7 @@ def find_entry(record: Any, callee: Any, names: dict[int, str]) -> Optional[Entr
     frame: Optional[FrameType] = sys._getframe(1)
     via_call = False
     first_outside = True
-    tree: list[tuple[Any, str, int]] = []  # innermost first
+    tree: list[tuple[Any, str, int, FrameType]] = []  # innermost first
     while frame is not None:
         if _skipped(frame):
             if frame.f_code.co_name in CALL_IMPL and first_outside:
@@ -74,23 +75,28 @@ def find_entry(record: Any, callee: Any, names: dict[int, str]) -> Optional[Entr
             first_outside = False
             owner = _frame_self(frame)
             if owner is not None and getattr(owner, "__dict__", {}).get(GUARD_KEY) is record:
-                tree.append((owner, frame.f_code.co_name, frame.f_lineno))
+                tree.append((owner, frame.f_code.co_name, frame.f_lineno, frame))
         frame = frame.f_back
     entry_index = -1
-    for index, (_, name, _) in enumerate(tree):
+    for index, (_, name, _, _) in enumerate(tree):
         if name not in NEVER_ENTRY and not is_dunder(name):
             entry_index = index  # keep going: the outermost one is the entry point
     if entry_index < 0:
         return None
-    owner, method, _ = tree[entry_index]
-    steps = [name for _, name, _ in reversed(tree[: entry_index + 1])]
-    inner_owner, _, inner_line = tree[0]
+    owner, method, _, entry_frame = tree[entry_index]
+    steps = [name for _, name, _, _ in reversed(tree[: entry_index + 1])]
+    inner_owner, _, inner_line, _ = tree[0]
     steps.append(f"{_call_text(inner_owner, callee, names, via_call)} at line {inner_line}")
-    return Entry(module=owner, method=method, chain=format_chain(steps))
+    return Entry(module=owner, method=method, chain=format_chain(steps), caller=entry_frame.f_back)
 
 
 def user_class_name(module: Any) -> str:
     """The user's class name, looking through FSDP2's dynamic ``FSDP<Name>`` subclass."""
+    return user_class(module).__name__
+
+
+def user_class(module: Any) -> type:
+    """The user's class, looking through FSDP2's dynamic ``FSDP<Name>`` subclass."""
     for cls in type(module).__mro__:
         mod = getattr(cls, "__module__", "") or ""
         if mod.startswith("torch.distributed") or cls.__dict__.get("_fwd_shim_dynamic", False):
@@ -99,5 +105,5 @@ def user_class_name(module: Any) -> str:
             b.__name__ == "FSDPModule" for b in cls.__bases__
         ):
             continue
-        return cls.__name__
-    return type(module).__name__
+        return cls
+    return type(module)

@@ -15,7 +15,8 @@ before it completes) runs ``check_before_fabric_move`` before ``fabric.setup`` m
 clear ``MetaDeviceError`` on every rank instead of DDP's or ``.to()``'s cryptic failure. FSDP1 and
 FSDP2 are not checked at construction (deferred init is legitimate there).
 
-Modes rank ``route`` < ``warn`` < ``error``: importing ``runtime_shim`` installs ``route`` (wrappers
+Modes rank ``route`` < ``record`` < ``warn`` < ``error`` (``record`` detects like ``warn``, silently;
+the entries go to ``recorder``): importing ``runtime_shim`` installs ``route`` (wrappers
 of models with marks are guarded for routing only) and never lowers a mode ``install`` was given.
 
 Every wrapper created while installed is remembered (weakly) by the model it wraps, guarded or
@@ -192,12 +193,15 @@ def _after_fabric_import(name: str, module: Any) -> None:
             _patch_fabric(module)
 
 
-def install(mode: str = "error", keep_stronger: bool = False) -> None:
+def install(mode: str = "error", keep_stronger: bool = False, single_device: Optional[bool] = None) -> None:
     """Guard every DDP/FSDP1/FSDP2/Fabric wrapper created from now on (idempotent; changes mode,
-    or with ``keep_stronger`` only raises it)."""
+    or with ``keep_stronger`` only raises it). ``single_device=True``: detect on Fabric with one
+    device as well (a test suite on one device that would fail under DDP)."""
     global _finder
     check_mode(mode)
     with _lock:
+        if single_device is not None:
+            _installed.single_device = single_device
         current = _installed.mode
         if keep_stronger and current is not None and _RANK[current] >= _RANK[mode]:
             mode = current
@@ -226,6 +230,7 @@ def uninstall() -> None:
     _installed.stop_routing()
     with _lock:
         _installed.mode = None
+        _installed.single_device = False
         if _finder is not None:
             _finder.remove()
         _finder = None

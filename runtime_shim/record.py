@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import sys
 import types
 import warnings
 import weakref
@@ -58,7 +59,7 @@ from lint_rules.contract import (
     route_not_consumed_message,
     unmarked_entry_message,
 )
-from runtime_shim import _forwards
+from runtime_shim import _forwards, _installed, recorder
 from runtime_shim._state import STATE, inside
 from runtime_shim.detect import find_entry, user_class_name
 from runtime_shim.errors import UnmarkedEntryError, UnmarkedEntryWarning
@@ -98,9 +99,9 @@ class GuardRecord:
     def __init__(self, wrapper: nn.Module, root: nn.Module, kind: str, mode: str) -> None:
         self.wrapper = wrapper  # DDP / FSDP1 instance, or the FSDP2 root itself
         self.root = root  # the user's model (what the wrapper calls)
-        self.kind = kind  # "ddp" | "fsdp1" | "fsdp2" | "plain" (Fabric on one device)
+        self.kind = kind  # "ddp" | "fsdp1" | "fsdp2" | "plain" (Fabric on one device: ``wrapper`` is the model)
         self.mode = mode
-        self.detect = kind != "plain" and mode != "route"
+        self.detect = mode != "route" and (kind != "plain" or _installed.single_device)
         self.entry: Callable[..., Any] = wrapper  # outermost callable; Fabric replaces it
         self.fabric: Optional[nn.Module] = None
         self.active = False
@@ -114,6 +115,13 @@ class GuardRecord:
         self.meta_hook: Optional[Any] = None  # FSDP2 only; removed by unguard
         self.all_used: set[str] = set()  # DDP: routed methods whose output reached every parameter
         self.last_routed: Optional[tuple[nn.Module, str]] = None  # (owner, method), for DDP's own errors
+        # where the wrapper was created, for the run record's call-style fix (found only while recording)
+        self.wrapped_at = recorder.user_frame(sys._getframe(1)) if recorder.ACTIVE is not None else ""
+
+    @property
+    def wrapper_name(self) -> str:
+        """How the run record names the wrapper: ddp, fsdp1, fsdp2, or fabric (around any of them)."""
+        return "fabric" if self.fabric is not None or self.kind == "plain" else self.kind
 
     # -- copying / pickling a guarded module must not carry the guard along ------------------
     def __deepcopy__(self, memo: dict[int, Any]) -> None:
@@ -224,6 +232,8 @@ class GuardRecord:
         entry = self.entry if portal is self.root else portal
         pending = (portal, func, owner)
         self.last_routed = (owner, name)  # named only if DDP raises: no MRO walk per call
+        if recorder.ACTIVE is not None:
+            recorder.ACTIVE.note(owner, name, True, self.wrapper_name, sys._getframe(1), self.wrapped_at)
         previous = STATE.redirect
         STATE.redirect = pending
         try:
@@ -269,7 +279,7 @@ class GuardRecord:
     @functools.partial(_forwards.opaque, recursive=True)  # stack walk, warnings: never compiled
     def on_outside_call(self, module: nn.Module) -> None:
         """A module forward was reached outside any wrapper forward: allow, warn or raise."""
-        if module is self.wrapper:  # FSDP2: calling the root is calling the wrapper
+        if module is self.wrapper and self.kind != "plain":  # FSDP2: calling the root is calling the wrapper
             if self.meta_pending:
                 self.check_meta()
             return
@@ -284,6 +294,10 @@ class GuardRecord:
         cls = user_class_name(entry.module)
         if self.is_marked(entry.module, entry.method):
             raise UnmarkedEntryError(bypassed_mark_message(cls, entry.method, entry.chain))
+        if recorder.ACTIVE is not None:
+            recorder.ACTIVE.note(entry.module, entry.method, False, self.wrapper_name, entry.caller, self.wrapped_at)
+        if self.mode == "record":
+            return
         message = unmarked_entry_message(cls, entry.method, entry.chain)
         if self.mode == "error":
             raise UnmarkedEntryError(message)

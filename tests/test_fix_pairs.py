@@ -5,6 +5,7 @@ A case holds ``before.py`` and ``after.py`` (one file, checked as ``<case>.py``)
 ``after/`` (a project, checked as ``.``), and optionally:
 
 * ``options.toml``: the rule's fix options (``style = "call"``, see its ``FIX_OPTIONS``);
+* ``before/record.json``: a run record the run reads (``--from-record``, FWD004);
 * ``not_fixed.txt``: the "not fixed" lines ``--fix`` must print, exactly.
 
 On a temporary copy, ``--fix`` (what the CLI runs: ``fix_in_passes``, only the rule selected)
@@ -24,9 +25,11 @@ from pathlib import Path
 import pytest
 from fixture_cases import FIXTURES
 
+from lint_rules import run_record
 from lint_rules.discover import python_files
 from lint_rules.engine import Run, analyse
 from lint_rules.fix import run as fix
+from lint_rules.settings import Config
 
 CASES = sorted(case for case in FIXTURES.glob("fwd[0-9][0-9][0-9]/fix/*") if case.is_dir())
 
@@ -69,7 +72,9 @@ def test_fix_pair(case: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -
     given, after = _copy(case, work)
     monkeypatch.chdir(work)
     code = case.parent.parent.name.upper()
-    run = Run(select=(code,), cache_dir=tmp_path / "cache")
+    record = work / "record.json"
+    observed = tuple(run_record.load(str(record))) if record.is_file() else ()
+    run = Run(select=(code,), cache_dir=tmp_path / "cache", config=Config(observed=observed, record=str(record)))
     options = tomllib.loads((case / "options.toml").read_text()) if (case / "options.toml").is_file() else {}
     style = options.get("style", "decorator")
     expected = (case / "not_fixed.txt").read_text().splitlines() if (case / "not_fixed.txt").is_file() else []

@@ -4,6 +4,8 @@ CLI and through flake8, with message and position checked."""
 
 from __future__ import annotations
 
+import json
+import re
 from pathlib import Path
 
 import pytest
@@ -43,17 +45,34 @@ def test_every_rule_is_complete() -> None:
         assert all(isinstance(choices, tuple) and choices for choices in options.values()), rule.CODE
 
 
+OBSERVED = re.compile(r"#\s*observed:\s*(?P<cls>[\w.]+)\.(?P<method>\w+)")
+
+
+def _record(code: str, directory: Path) -> tuple[list[str], list[str]]:
+    """An example's ``# observed: Class.method`` comments as the record of a test run that met each
+    (unmarked, under DDP); the CLI's and flake8's options that read it."""
+    entries = [{"class": f"example.{m['cls']}", "method": m["method"], "marked": False, "wrapper": "ddp",
+                "defined_in": f"example.{m['cls']}", "file": "example.py", "line": number, "site": "test_example.py:9",
+                "test": "test_example.py::test_run", "wrapped_at": "test_example.py:8", "count": 1}
+               for number, line in enumerate(code.splitlines(), 1) for m in OBSERVED.finditer(line)]
+    if not entries:
+        return [], []
+    (directory / "record.json").write_text(json.dumps({"format": "fwdlint-record", "schema": 1, "entries": entries}))
+    return ["--from-record", "record.json"], ["--fwd-from-record", "record.json"]
+
+
 @pytest.mark.parametrize("rule,case", EXAMPLES, ids=EXAMPLE_IDS)
 def test_example_through_cli_and_flake8(rule, case, tmp_path: Path) -> None:
     (tmp_path / "pyproject.toml").write_text("")
     (tmp_path / "example.py").write_text(case.code.lstrip("\n"), encoding="utf-8")
     expected = [e for e in expectations(case.code.lstrip("\n"), "example.py") if e.code == rule.CODE]
-    code, payload = cli_json(tmp_path, "--select", rule.CODE, "example.py")
+    cli_record, flake8_record = _record(case.code.lstrip("\n"), tmp_path)
+    code, payload = cli_json(tmp_path, "--select", rule.CODE, *cli_record, "example.py")
     assert payload["errors"] == []
     reported = [(d["path"], d["line"], d["col"], d["code"], d["message"], d["symbol"]) for d in payload["diagnostics"]]
     check_reported(tmp_path, expected, reported)
     assert code == (1 if expected else 0)
-    rows = flake8_rows(run_flake8(tmp_path, "--select", rule.CODE, "example.py"))
+    rows = flake8_rows(run_flake8(tmp_path, "--select", rule.CODE, *flake8_record, "example.py"))
     assert sorted(rows) == sorted((p, r, c, code, m) for p, r, c, code, m, _ in reported)
 
 

@@ -17,6 +17,7 @@ RULE_MODULES: dict[str, str] = {
     "fwd001_unmarked_entry": "unmarked-forward-entry",
     "fwd002_unmarked_call": "unmarked-call-on-wrapped-model",
     "fwd003_invalid_mark": "invalid-mark",
+    "fwd004_observed_entry": "observed-unmarked-entry",
     "fwd101_meta_device_submodule": "meta-device-submodule",
     "fwd201_compiled_call_in_init_context": "compiled-call-in-init-context",
     "fwd301_instance_forward_patch": "instance-forward-patch",

@@ -4,13 +4,10 @@ call an unmarked ``generate``."""
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from pathlib import Path
-from typing import Optional
 
 import pytest
+from _pytest_runs import run_pytest
 
 pytestmark = pytest.mark.timeout(600)
 
@@ -66,8 +63,15 @@ def test_fsdp2(group):
 def test_fabric(group):
     from lightning.fabric import Fabric
 
-    fabric = Fabric(accelerator="cpu", devices=1, strategy="ddp")  # one device: nothing to guard
+    fabric = Fabric(accelerator="cpu", devices=1, strategy="ddp")  # a DDP of one rank
     fabric.launch()
+    fabric.setup(GPT()).generate(torch.zeros(1, 2))
+
+
+def test_fabric_one_device():
+    from lightning.fabric import Fabric
+
+    fabric = Fabric(accelerator="cpu", devices=1)  # no wrapper: passes, and would fail under DDP
     fabric.setup(GPT()).generate(torch.zeros(1, 2))
 
 
@@ -105,13 +109,6 @@ def project(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return root
 
 
-def _pytest(project: Path, *args: str, env: Optional[dict[str, str]] = None) -> subprocess.CompletedProcess[str]:
-    env = {**{k: v for k, v in os.environ.items() if not k.startswith(("PYTEST_", "FWD_"))}, **(env or {})}
-    env["COLUMNS"] = "300"  # the short summary lines whole
-    return subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", "-rA", *args],
-                          cwd=project, capture_output=True, text=True, timeout=500, env=env)
-
-
 def _summary(out: str) -> list[str]:
     lines = out.splitlines()
     start = next((i for i, line in enumerate(lines) if "fwdlint: unmarked forward entries" in line), None)
@@ -121,20 +118,21 @@ def _summary(out: str) -> list[str]:
 def test_without_the_option_nothing_is_guarded_or_imported(project: Path) -> None:
     """What the suite does unguarded: DDP runs the entry silently (the ranks' gradients would part),
     FSDP2 fails with a DTensor error, Fabric with its own message."""
-    run = _pytest(project, "-s")
+    run = run_pytest(project, "-s")
     assert run.returncode == 1, run.stdout + run.stderr
     assert "loaded at start: runtime_shim=False torch=False" in run.stdout
     assert "PASSED test_models.py::test_ddp" in run.stdout
     assert "FAILED test_models.py::test_fsdp2 - RuntimeError: aten.addmm.default got mixed torch.Tensor and DTensor" \
         in run.stdout
     assert "FAILED test_models.py::test_fabric - RuntimeError: You are calling the method" in run.stdout
+    assert "PASSED test_models.py::test_fabric_one_device" in run.stdout
     assert _summary(run.stdout) == []
 
 
 def test_guard_fails_the_tests_that_run_an_unmarked_entry(project: Path) -> None:
-    run = _pytest(project, "--fwd-guard")
+    run = run_pytest(project, "--fwd-guard")
     assert run.returncode == 1, run.stdout + run.stderr
-    for name in ("test_ddp", "test_fsdp2", "test_fabric"):
+    for name in ("test_ddp", "test_fsdp2", "test_fabric", "test_fabric_one_device"):
         assert f"FAILED test_models.py::{name} - runtime_shim.errors.UnmarkedEntryError: GPT.generate" in run.stdout
     assert "PASSED test_models.py::test_marked" in run.stdout
     assert "PASSED test_models.py::test_unwrapped" in run.stdout
@@ -142,16 +140,16 @@ def test_guard_fails_the_tests_that_run_an_unmarked_entry(project: Path) -> None
 
 
 def test_warn_mode_runs_the_tests_and_lists_the_entries(project: Path) -> None:
-    run = _pytest(project, "--fwd-guard=warn")
+    run = run_pytest(project, "--fwd-guard=warn")
     assert "PASSED test_models.py::test_ddp" in run.stdout, run.stdout + run.stderr
     assert "UnmarkedEntryError" not in run.stdout
     assert _summary(run.stdout) == ["GPT.generate  first run by test_models.py::test_ddp"]
 
 
 def test_the_summary_is_the_same_under_xdist(project: Path) -> None:
-    run = _pytest(project, "--fwd-guard", "-n", "2", "-p", "xdist")
+    run = run_pytest(project, "--fwd-guard", "-n", "2", "-p", "xdist")
     assert run.returncode == 1, run.stdout + run.stderr
-    assert "3 failed, 2 passed" in run.stdout
+    assert "4 failed, 2 passed" in run.stdout
     summary = _summary(run.stdout)
     assert len(summary) == 1 and summary[0].startswith("GPT.generate  first run by test_models.py::test_")
 
@@ -211,6 +209,6 @@ def test_runtime_shim_before_torch_in_a_pytest_process(tmp_path: Path) -> None:
     method through DDP and raises for an unmarked one. (The shared loader itself:
     ``tests/test_import_hooks.py``.)"""
     (tmp_path / "test_routed.py").write_text(ROUTED)
-    run = _pytest(tmp_path, "-W", "error::RuntimeWarning", env={"FWD_SHIM_MODE": "error"})
+    run = run_pytest(tmp_path, "-W", "error::RuntimeWarning", env={"FWD_SHIM_MODE": "error"})
     assert run.returncode == 0, run.stdout + run.stderr
     assert "PASSED test_routed.py::test_a_marked_method_is_routed_through_ddp" in run.stdout
