@@ -202,51 +202,62 @@ class ClassAnalysis:
         return result
 
     def _evaluate(self, position: int, method: MethodFacts, origin: FileFacts) -> Optional[Chain]:
+        """The shortest evidence among the method's uses (the first of them in source order): a
+        message shows the shortest way the method reaches computation."""
+        best: Optional[Chain] = None
         for use in method.uses:
-            # Files read only to resolve names are not located (line 0): say less, not wrong.
-            evidence = f"{use.text} at line {use.line}" if use.line else use.text
-            if use.kind == SELF_CALL:
+            found = self._use_chain(position, method, origin, use)
+            if found and (best is None or len(found) < len(best)):
+                best = found
+                if len(best) <= 2:  # the method's own evidence: nothing is shorter
+                    break
+        return best
+
+    def _use_chain(self, position: int, method: MethodFacts, origin: FileFacts, use: Use) -> Optional[Chain]:
+        # Files read only to resolve names are not located (line 0): say less, not wrong.
+        evidence = f"{use.text} at line {use.line}" if use.line else use.text
+        if use.kind == SELF_CALL:
+            return [method.name, evidence]
+        if use.kind == SUPER_CALL:
+            if use.name in FORWARD_NAMES:
                 return [method.name, evidence]
-            if use.kind == SUPER_CALL:
+            found = self.lookup(use.name, after=position)
+            inner = self._chain(*found) if found else None
+            if inner:
+                return [method.name, *inner[1:]] if inner[0] == method.name else [method.name, *inner]
+        elif use.kind == ATTR_CALL:
+            found = self.lookup(use.name)
+            if found is not None:
                 if use.name in FORWARD_NAMES:
                     return [method.name, evidence]
-                found = self.lookup(use.name, after=position)
-                inner = self._chain(*found) if found else None
+                inner = self._chain(*found) or self._override_chain(found[1])
                 if inner:
-                    return [method.name, *inner[1:]] if inner[0] == method.name else [method.name, *inner]
-            elif use.kind == ATTR_CALL:
-                found = self.lookup(use.name)
-                if found is not None:
-                    if use.name in FORWARD_NAMES:
-                        return [method.name, evidence]
-                    inner = self._chain(*found) or self._override_chain(found[1])
+                    return [method.name, *inner]
+            elif self.is_submodule(use.name):
+                return [method.name, evidence]
+        elif use.kind == SUB_CALL:
+            if self.is_submodule(use.name):
+                return [method.name, evidence]
+        elif use.kind == SUB_METHOD and self._submethod_computes(use.name, use.method):
+            return [method.name, evidence]
+        elif use.kind == ELEMENT_METHOD and self._path_method_computes(use.name, use.method):
+            return [method.name, evidence]
+        elif use.kind == RESULT_METHOD and self._result_method_computes(use.name, use.method):
+            return [method.name, evidence]
+        elif use.kind == RESULT_CALL and self._getter_returns_submodule(use.name):
+            return [method.name, evidence]
+        elif use.kind == SUB_RESULT and _MODULE_GETTER.fullmatch(use.method) and self.is_submodule(use.name):
+            return [method.name, evidence]
+        elif use.kind == PASS_CALL:
+            inner = self._passed_runs(position, use, origin)
+            if inner:
+                return [method.name, evidence, *inner[1:]]
+        elif use.kind == DYNAMIC_CALL:
+            for name in self.quoted_methods():
+                if name != method.name:
+                    inner = self.chain(name)
                     if inner:
                         return [method.name, *inner]
-                elif self.is_submodule(use.name):
-                    return [method.name, evidence]
-            elif use.kind == SUB_CALL:
-                if self.is_submodule(use.name):
-                    return [method.name, evidence]
-            elif use.kind == SUB_METHOD and self._submethod_computes(use.name, use.method):
-                return [method.name, evidence]
-            elif use.kind == ELEMENT_METHOD and self._path_method_computes(use.name, use.method):
-                return [method.name, evidence]
-            elif use.kind == RESULT_METHOD and self._result_method_computes(use.name, use.method):
-                return [method.name, evidence]
-            elif use.kind == RESULT_CALL and self._getter_returns_submodule(use.name):
-                return [method.name, evidence]
-            elif use.kind == SUB_RESULT and _MODULE_GETTER.fullmatch(use.method) and self.is_submodule(use.name):
-                return [method.name, evidence]
-            elif use.kind == PASS_CALL:
-                inner = self._passed_runs(position, use, origin)
-                if inner:
-                    return [method.name, evidence, *inner[1:]]
-            elif use.kind == DYNAMIC_CALL:
-                for name in self.quoted_methods():
-                    if name != method.name:
-                        inner = self.chain(name)
-                        if inner:
-                            return [method.name, *inner]
         return None
 
     def _passed_runs(self, position: int, use: Use, origin: FileFacts) -> Optional[Chain]:

@@ -80,13 +80,19 @@ FORWARD_HELPERS = ("report", "skip")
 
 
 def unmarked_entry_message(cls: str, method: str, chain: str) -> str:
-    """FWD001's message text; the runtime's ``UnmarkedEntryError`` uses the same words."""
-    return (
-        f"{cls}.{method} runs the module's forward computation outside forward ({chain}) "
-        f"but is not marked as a forward entry point; decorate it with @{DECORATOR_NAME} "
-        f"from {DECORATOR_MODULE} (importing {DECORATOR_MODULE} routes marked methods through "
-        f"DDP, FSDP and Fabric) or call model.{MARK_METHOD_CALL}('{method}') after fabric.setup()"
-    )
+    """FWD001's message: what and where, one line."""
+    return f"{cls}.{method} runs forward computation outside forward ({chain}) but is not marked"
+
+
+def unmarked_entry_help(method: str) -> str:
+    """FWD001's help: what to do about it."""
+    return (f"decorate it with @{DECORATOR_NAME} from {DECORATOR_MODULE} (importing {DECORATOR_MODULE} routes marked "
+            f"methods through DDP, FSDP and Fabric) or call model.{MARK_METHOD_CALL}('{method}') after fabric.setup()")
+
+
+def unmarked_entry_error(cls: str, method: str, chain: str) -> str:
+    """The runtime's ``UnmarkedEntryError``: FWD001's message and help, the same words."""
+    return f"{unmarked_entry_message(cls, method, chain)}; {unmarked_entry_help(method)}"
 
 
 # -- the runtime's side ------------------------------------------------------------------

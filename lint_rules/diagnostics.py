@@ -14,8 +14,9 @@ class Diagnostic:
     line: int  # 1-based
     col: int  # 0-based (flake8's convention); the CLI prints col + 1
     code: str
-    message: str
+    message: str  # what and where, one line (flake8 prints it)
     symbol: str  # "Class.method"
+    help: str = ""  # what to do about it (JSON ``help``, ``--show-source``, SARIF; ``--explain`` says more)
 
 
 @dataclass(frozen=True, order=True)

@@ -46,7 +46,40 @@ UNPARSABLE = ("E902", "E999")
 PYTHON_REPORTS = ("syntax error", "cannot decode", "cannot read")
 
 
-def _environment(options: argparse.Namespace) -> "Environment":
+def _given(key: str) -> bool:
+    """Was ``--fwd-<key>`` on flake8's command line (argparse takes any unambiguous prefix)?"""
+    named = [arg.split("=", 1)[0] for arg in sys.argv[1:] if arg.startswith("--fwd-")]
+    return any(f"--fwd-{key}".startswith(arg) and len(arg) > len("--fwd-") for arg in named)
+
+
+def _fwdlint_settings(options: argparse.Namespace) -> dict[str, Any]:
+    """fwdlint's own keys as the CLI reads them (``settings.resolve``: ``[tool.fwdlint]``, ``[fwdlint]``,
+    then ``fwd-<key>`` in ``[flake8]``, from the same files), with flake8's command line first, so both
+    front ends run with one configuration. flake8's own keys (select, ignore, exclude, per-file-ignores)
+    stay flake8's. A configuration the CLI refuses is refused here too: one line, exit 2."""
+    from lint_rules import settings
+
+    try:
+        found = settings.resolve({}, getattr(options, "filenames", None) or ["."])
+    except settings.ConfigError as exc:
+        sys.stderr.write(f"{exc}\n")
+        raise SystemExit(2) from None
+    configured = {"module-bases": found.module_bases, "mark-decorators": found.mark_decorators,
+                  "forward-helpers": found.forward_helpers, "python-executable": found.python or "",
+                  "from-record": found.from_record or ""}
+    chosen: dict[str, Any] = {}
+    for key, value in configured.items():
+        option = getattr(options, f"fwd_{key.replace('-', '_')}", None)
+        # given on the command line: it wins; else the configuration, else what flake8 read elsewhere
+        chosen[key] = option if _given(key) or (not value and option) else value
+        problem = settings.dotted_names_problem(chosen[key]) if key in ("module-bases", "mark-decorators") else None
+        if problem:
+            sys.stderr.write(f"fwdlint: error: flake8 --fwd-{key}: {problem}\n")
+            raise SystemExit(2)
+    return chosen
+
+
+def _environment(options: argparse.Namespace, python: Optional[str]) -> "Environment":
     """Where installed packages are read from (``environment.find``). flake8 is quiet when clean, and
     every file must not say it again: a problem is one stderr line per run (not again in a ``-j``
     worker), the description an INFO log line that ``flake8 -v`` shows. A configured
@@ -57,9 +90,7 @@ def _environment(options: argparse.Namespace) -> "Environment":
     from lint_rules import environment, settings
     from lint_rules.layout import find_root
 
-    python = getattr(options, "fwd_python_executable", "") or None
-    named = [arg.split("=", 1)[0] for arg in sys.argv[1:] if arg.startswith("--fwd-py")]
-    given = any("--fwd-python-executable".startswith(arg) for arg in named)
+    given = _given("python-executable")
     root = getattr(options, "fwd_project_root", "") or ""
     start = settings.start_directory(getattr(options, "filenames", None) or ["."])
     project = Path(root).resolve() if root else find_root(start) or start
@@ -145,16 +176,17 @@ class Plugin:
         from lint_rules.engine import Run
         from lint_rules.settings import Config
 
-        env = _environment(options)
-        record = getattr(options, "fwd_from_record", "") or ""
+        chosen = _fwdlint_settings(options)
+        env = _environment(options, chosen["python-executable"] or None)
+        record = chosen["from-record"]
         observed = _observed(record)
         root = getattr(options, "fwd_project_root", "") or ""
         cache_dir = getattr(options, "fwd_cache_dir", "") or ""
         exclude = [*(getattr(options, "exclude", None) or ()), *(getattr(options, "extend_exclude", None) or ())]
         cls.run_options = Run(
-            config=Config(module_bases=tuple(options.fwd_module_bases or ()),
-                          mark_decorators=tuple(options.fwd_mark_decorators or ()),
-                          forward_helpers=getattr(options, "fwd_forward_helpers", contract.FORWARD_HELPERS[0]),
+            config=Config(module_bases=tuple(chosen["module-bases"] or ()),
+                          mark_decorators=tuple(chosen["mark-decorators"] or ()),
+                          forward_helpers=chosen["forward-helpers"] or contract.FORWARD_HELPERS[0],
                           observed=observed, record=record),
             select=enabled, ignore=(), project_root=Path(root).resolve() if root else None,
             cache=not getattr(options, "fwd_no_cache", False), cache_dir=Path(cache_dir) if cache_dir else None,

@@ -1,10 +1,12 @@
 """Output formats of ``fwdlint`` (check and fix runs), and writing them where ``--output-file`` says.
 
 * ``text``: ``path:line:col: CODE message [short-name]`` per finding (1-based columns), with
-  ``--show-source`` the source line and a caret under the column (flake8's layout).
+  ``--show-source`` the source line, a caret under the column (flake8's layout) and ``help: ...``.
 * ``json``: version 1, read by other tools: keep it stable (adding a field keeps the version).
   Each diagnostic carries the rule's short name in ``"name"``; ``message`` is the text the flake8
-  plugin prints after the code (the fixture tests compare the two).
+  plugin prints after the code (the fixture tests compare the two); ``help`` what to do about it.
+  ``lint_rules/report.schema.json`` (JSON Schema 2020-12, shipped in the package) describes it and the
+  fix report (checked in ``tests/test_output_formats.py``).
 * ``github``: GitHub Actions workflow commands (``::error file=...,line=...,col=...,title=FWD001::...``),
   escaped as the Actions toolkit does: ``%``, CR and LF in the message, also ``:`` and ``,`` in properties.
 * ``sarif``: ``lint_rules/sarif.py``.
@@ -72,12 +74,14 @@ def text(result: Result, show_source: bool = False) -> tuple[str, str]:
             lines = sources[d.path]
             if lines is not None and 0 < d.line <= len(lines):
                 out.append(_caret(lines[d.line - 1], d.col))
+            if d.help:
+                out.append(f"help: {d.help}\n")
     return "".join(out), error_lines(result.errors)
 
 
 def _diagnostic(d: Diagnostic) -> dict[str, Any]:
     return {"path": d.path, "line": d.line, "col": d.col + 1, "code": d.code, "name": name_of(d.code),
-            "message": d.message, "symbol": d.symbol}
+            "message": d.message, "help": d.help, "symbol": d.symbol}
 
 
 def as_json(result: Result) -> str:
@@ -107,7 +111,7 @@ def _command(properties: Sequence[tuple[str, object]], message: str) -> str:
 def github(result: Result) -> str:
     """One ``::error`` workflow command per finding, and one (file only) per file that could not be checked."""
     lines = [_command((("file", below(d.path) or d.path), ("line", d.line), ("col", d.col + 1), ("title", d.code)),
-                      finding_text(d)) for d in result.diagnostics]
+                      finding_text(d) + (f"\nhelp: {d.help}" if d.help else "")) for d in result.diagnostics]
     lines += [_command((("file", below(e.path) or e.path), ("title", "fwdlint")), e.message) for e in result.errors]
     return "".join(lines)
 

@@ -65,6 +65,8 @@ def _result(diagnostic: Diagnostic, index: dict[str, int], cwd: Path) -> dict[st
                               "message": {"text": finding_text(diagnostic)}, "locations": [location]}
     if diagnostic.code in index:
         result["ruleIndex"] = index[diagnostic.code]
+    if diagnostic.help:  # the rule's help says it in general; this finding's, in its own names
+        result["properties"] = {"help": diagnostic.help}
     return result
 
 

@@ -166,7 +166,7 @@ def first_code_problem(codes: Sequence[str]) -> Optional[str]:
 EMPTY_SELECT = f"selects no rule (give codes or prefixes; 'FWD' selects every rule: {', '.join(CODES)})"
 
 
-def _dotted_names(values: Sequence[str]) -> Optional[str]:
+def dotted_names_problem(values: Sequence[str]) -> Optional[str]:
     """What is wrong with a list of (dotted) Python names, if anything."""
     for value in values:
         if not all(part.isidentifier() for part in value.split(".")):
@@ -350,7 +350,7 @@ def config_values(config: ConfigFile) -> tuple[dict[str, Any], dict[str, str], l
         if items is None:
             raise bad(f"expected a string or an array of strings, got {_kind(value)}")
         if key in ("module-bases", "mark-decorators"):
-            problem = _dotted_names(items)
+            problem = dotted_names_problem(items)
             if problem:
                 raise bad(problem)
         if key in ("select", "ignore", *EXTEND_KEYS):
@@ -430,7 +430,7 @@ def resolve(given: Mapping[str, Optional[str]], paths: Sequence[str] = (), confi
             chosen[key] = items = split_list(option)
             codes = list(items) if key in ("select", "ignore") else []
             if key in ("module-bases", "mark-decorators"):
-                problem = _dotted_names(items)
+                problem = dotted_names_problem(items)
                 if problem:
                     raise ConfigError(f"fwdlint: error: --{key}: {problem}")
             if key == "exclude":

@@ -42,7 +42,7 @@ def is_coroutine_function(fn: object) -> bool:
 
 
 def forward_entry(fn: F) -> F:
-    """Mark ``fn`` as a method that runs the module's forward computation.
+    """Mark ``fn`` as a method that runs forward computation.
 
     The function is returned unchanged apart from the mark attribute, so stacking with
     ``@torch.no_grad()`` works in either order (``functools.wraps`` copies ``__dict__``).

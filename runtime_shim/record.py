@@ -57,7 +57,7 @@ from lint_rules.contract import (
     is_lightning_module,
     returned_generator_message,
     route_not_consumed_message,
-    unmarked_entry_message,
+    unmarked_entry_error,
 )
 from runtime_shim import _forwards, _installed, recorder
 from runtime_shim._state import STATE, inside
@@ -298,13 +298,13 @@ class GuardRecord:
             recorder.ACTIVE.note(entry.module, entry.method, False, self.wrapper_name, entry.caller, self.wrapped_at)
         if self.mode == "record":
             return
-        message = unmarked_entry_message(cls, entry.method, entry.chain)
+        message = unmarked_entry_error(cls, entry.method, entry.chain)
         if self.mode == "error":
             raise UnmarkedEntryError(message)
         key = (cls, entry.method)
         if key not in self.warned:
             self.warned.add(key)
-            warnings.warn(message, UnmarkedEntryWarning, stacklevel=5)
+            warnings.warn(message, UnmarkedEntryWarning, stacklevel=_levels_to(entry.caller))
 
     @functools.partial(_forwards.opaque, recursive=True)
     def check_meta(self) -> None:
@@ -318,6 +318,15 @@ class GuardRecord:
 
 
 _NOTED = "_fwd_shim_noted"
+
+
+def _levels_to(caller: Any) -> int:
+    """The ``stacklevel`` that makes a warning issued by our caller point at ``caller``, the frame
+    that called the entry method (the user's call site, not a line of torch); 2 if it is not on the stack."""
+    frame, level = sys._getframe(1), 1
+    while frame is not None and frame is not caller:
+        frame, level = frame.f_back, level + 1
+    return level if frame is not None else 2
 
 
 # -- messages (candidates for lint_rules/contract.py) --------------------------------------------

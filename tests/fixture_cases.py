@@ -113,17 +113,19 @@ def flake8_rows(proc: subprocess.CompletedProcess) -> list[tuple[str, int, int, 
     return rows
 
 
-def check_reported(case_dir: Path, expected: list[Expected], reported: list[tuple[str, int, int, str, str, str]]) -> None:
-    """``reported``: (path, line, 1-based col, code, message, symbol) from either front end. Every
-    expectation and nothing else is reported; the message holds the expected piece; the column
+def check_reported(case_dir: Path, expected: list[Expected], reported: list[tuple]) -> None:
+    """``reported``: (path, line, 1-based col, code, message, symbol[, help]) from either front end.
+    Every expectation and nothing else is reported; the message, or the message and its help as
+    ``message; help`` (the remedy moved to the help where the message once said it), holds the expected piece; the column
     points at the reported symbol's last part (the method, the call) where the line names it (FWD004
     reports a method of an installed class at the statement that set its model up)."""
-    got = sorted((path, line, code) for path, line, _, code, _, _ in reported)
+    got = sorted((path, line, code) for path, line, _, code, *_ in reported)
     assert got == [(e.path, e.line, e.code) for e in expected], reported
-    by_place = {(path, line): (col, message, symbol) for path, line, col, _, message, symbol in reported}
+    by_place = {(path, line): (col, message, symbol, rest[0] if rest else "")
+                for path, line, col, _, message, symbol, *rest in reported}
     for e in expected:
-        col, message, symbol = by_place[(e.path, e.line)]
-        assert e.text in message, (e, message)
+        col, message, symbol, advice = by_place[(e.path, e.line)]
+        assert e.text in message or e.text in f"{message}; {advice}", (e, message, advice)
         text = (case_dir / e.path).read_text(encoding="utf-8").splitlines()[e.line - 1]
         if symbol and symbol.rpartition(".")[2] in text.partition("#")[0]:
             assert text[col - 1:].startswith(symbol.rpartition(".")[2]), (e, col, text)

@@ -31,7 +31,7 @@ VERSION = f"{sys.version_info[0]}.{sys.version_info[1]}"
 PACKAGE = {"extpkg/__init__.py": "", "extpkg/base.py": "from torch import nn\n\n\nclass Base(nn.Module):\n    pass\n"}
 USER = ("from extpkg.base import Base\n\n\nclass Model(Base):\n    def generate(self, x):\n"
         "        return self(x)\n")
-FINDING = "user.py:5:9: FWD001 Model.generate runs the module's forward computation"
+FINDING = "user.py:5:9: FWD001 Model.generate runs forward computation"
 
 
 def _install(python: Path, files: dict[str, str]) -> None:

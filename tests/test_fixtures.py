@@ -33,7 +33,7 @@ def _fixtures_stay_untouched() -> Iterator[None]:
     assert changed == [], f"the fixture tests wrote into fixtures/: {changed[:10]}"
 
 
-Reported = list[tuple[str, int, int, str, str, str]]
+Reported = list[tuple[str, int, int, str, str, str, str]]  # ..., message, symbol, help
 _REPORTED: dict[tuple[Path, tuple[str, ...]], Reported] = {}  # a copied case's CLI run serves both of its tests
 
 
@@ -48,8 +48,8 @@ def _run_cli(case: Case) -> Reported:
     code, payload = cli_json(case.cwd, *case.args)
     assert payload["version"] == 1 and payload["errors"] == []
     assert code == (1 if payload["diagnostics"] else 0)
-    return [(Path(d["path"]).as_posix().removeprefix("./"), d["line"], d["col"], d["code"], d["message"], d["symbol"])
-            for d in payload["diagnostics"]]
+    return [(Path(d["path"]).as_posix().removeprefix("./"), d["line"], d["col"], d["code"], d["message"], d["symbol"],
+             d["help"]) for d in payload["diagnostics"]]
 
 
 def test_enough_cases() -> None:
@@ -91,4 +91,4 @@ def test_flake8_agrees_with_cli(case: Case, copies: Path) -> None:
     proc = run_flake8(copy.cwd, "--select", "FWD", *copy.args)
     assert proc.returncode in (0, 1), proc.stderr
     rows = sorted((p, r, c, code, text) for p, r, c, code, text in flake8_rows(proc))
-    assert rows == sorted((p, r, c, code, m) for p, r, c, code, m, _ in _cli(copy))
+    assert rows == sorted((p, r, c, code, m) for p, r, c, code, m, *_ in _cli(copy))

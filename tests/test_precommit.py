@@ -119,7 +119,7 @@ def test_pre_commit_check_and_fix_hooks(tmp_path: Path) -> None:
     refused = _run(["git", "commit", "-m", "model"], project, env, timeout=240)
     output = refused.stdout + refused.stderr
     assert refused.returncode != 0, output
-    assert "model.py:5:9: FWD001 GPT.generate runs the module's forward computation" in output
+    assert "model.py:5:9: FWD001 GPT.generate runs forward computation" in output
     assert "files were modified by this hook" in output
     assert (project / "model.py").read_text() == FIXED
 
@@ -182,5 +182,5 @@ def test_pre_commit_hook_reads_the_projects_venv(tmp_path: Path) -> None:
     proc = _run([*pre_commit, "run"], project, env, timeout=240)
     output = proc.stdout + proc.stderr
     assert proc.returncode == 1, output
-    assert "model.py:5:9: FWD001 Model.generate runs the module's forward computation" in output
+    assert "model.py:5:9: FWD001 Model.generate runs forward computation" in output
     assert "fwdlint: environment: venv .venv (from the project root)" in output  # not the hook's own

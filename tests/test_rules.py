@@ -69,11 +69,12 @@ def test_example_through_cli_and_flake8(rule, case, tmp_path: Path) -> None:
     cli_record, flake8_record = _record(case.code.lstrip("\n"), tmp_path)
     code, payload = cli_json(tmp_path, "--select", rule.CODE, *cli_record, "example.py")
     assert payload["errors"] == []
-    reported = [(d["path"], d["line"], d["col"], d["code"], d["message"], d["symbol"]) for d in payload["diagnostics"]]
+    reported = [(d["path"], d["line"], d["col"], d["code"], d["message"], d["symbol"], d["help"])
+                for d in payload["diagnostics"]]
     check_reported(tmp_path, expected, reported)
     assert code == (1 if expected else 0)
     rows = flake8_rows(run_flake8(tmp_path, "--select", rule.CODE, *flake8_record, "example.py"))
-    assert sorted(rows) == sorted((p, r, c, code, m) for p, r, c, code, m, _ in reported)
+    assert sorted(rows) == sorted((p, r, c, code, m) for p, r, c, code, m, *_ in reported)
 
 
 def test_pre_commit_hooks_name_what_they_run() -> None:

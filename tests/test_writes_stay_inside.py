@@ -22,7 +22,7 @@ from fixture_cases import run_cli
 import lint_rules
 
 BAD = "import torch.nn as nn\n\nclass M(nn.Module):\n    def gen(self, x):\n        return self(x)\n"
-FINDING = "some_file.py:4:9: FWD001 M.gen runs the module's forward computation outside forward"
+FINDING = "some_file.py:4:9: FWD001 M.gen runs forward computation outside forward"
 REPO = Path(lint_rules.__file__).resolve().parent.parent
 
 

@@ -58,7 +58,7 @@ def _plan(paths: list[str], run: Run, options: Mapping[str, str]) -> tuple[FixRu
         found = [d for d in analysis.diagnostics if d.code == rule.CODE]
         fix = getattr(rule, "fix", None)
         if fix is None:
-            result.unfixed.extend(Unfixed(d, f"no automatic fix for {d.code}") for d in found)
+            result.unfixed.extend(Unfixed(d, by_hand(d)) for d in found)
             continue
         choices = getattr(rule, "FIX_OPTIONS", {})
         own = {name: options[name] if options.get(name) in values else values[0] for name, values in choices.items()}
@@ -77,6 +77,12 @@ def _plan(paths: list[str], run: Run, options: Mapping[str, str]) -> tuple[FixRu
     result.unfixed.sort(key=lambda u: u.diagnostic)
     result.errors.sort()
     return result, analysis
+
+
+def by_hand(diagnostic: Diagnostic) -> str:
+    """Why a finding of a rule without a fix stays, and what to do instead."""
+    how = diagnostic.help or f"fwdlint --explain {diagnostic.code} says how"
+    return f"no automatic fix for {diagnostic.code}; by hand: {how}"
 
 
 #: Why a finding waits: two rules' fixes of one file are computed from the same old text, so only

@@ -35,6 +35,7 @@ not ``fully_shard``-ed.
 
 from __future__ import annotations
 
+import re
 from typing import Iterator, Optional
 
 from lint_rules import contract
@@ -198,9 +199,21 @@ def check(view: ProjectIndex, facts: FileFacts) -> Iterator[Diagnostic]:
             index = view.mark_decorator(method, facts)
             problem = _decorator_problem(view, facts, cls, method, index) if index is not None else None
             if problem is not None:
-                yield Diagnostic(facts.path, method.line, method.col, CODE, problem, f"{cls.qualname}.{method.name}")
+                symbol = f"{cls.qualname}.{method.name}"
+                yield Diagnostic(facts.path, method.line, method.col, CODE, *_split(problem, symbol))
     for mark in facts.marks:
         problem = _registration_problem(view, facts, mark)
         if problem is not None:
             call = contract.FSDP_REGISTER_CALL if mark.via == "fsdp2" else contract.MARK_METHOD_CALL
-            yield Diagnostic(facts.path, mark.line, mark.col, CODE, problem, f"{mark.receiver}.{call}")
+            yield Diagnostic(facts.path, mark.line, mark.col, CODE, *_split(problem, f"{mark.receiver}.{call}"))
+
+
+_RAISED = re.compile(r": (?=(?:TypeError|ValueError|AttributeError): )")
+
+
+def _split(problem: str, symbol: str) -> tuple[str, str, str]:
+    """(message, symbol, help): what fails, then the exact error it raises (whose words say what to do)."""
+    found = _RAISED.search(problem)
+    if found is None:
+        return problem, symbol, ""
+    return problem[:found.start()], symbol, f"it raises {problem[found.end():]}"

@@ -175,18 +175,18 @@ def check(view: ProjectIndex, facts: FileFacts) -> Iterator[Diagnostic]:
     for (cls, method), entries in at_def.items():
         yield Diagnostic(facts.path, method.line, method.col, CODE,
                          f"{cls.qualname}.{method.name} ran forward computation outside the {_wrappers(entries)} "
-                         f"forward at run time ({_where(entries[0])}) but is not marked; decorate it with "
-                         f"@{contract.DECORATOR_NAME} from {contract.DECORATOR_MODULE}",
-                         f"{cls.qualname}.{method.name}")
+                         f"forward at run time ({_where(entries[0])}) but is not marked",
+                         f"{cls.qualname}.{method.name}",
+                         f"decorate it with @{contract.DECORATOR_NAME} from {contract.DECORATOR_MODULE}")
     for (line, defined_in), pairs in at_set_up.items():
         entry, site = pairs[0]
         owner = defined_in.rpartition(".")[2]
         yield Diagnostic(facts.path, line, 0, CODE,
                          f"{owner}.{entry.method} ({defined_in.rpartition('.')[0]}) ran forward computation outside "
                          f"the {_wrappers([e for e, _ in pairs])} forward at run time ({_where(entry)}) but is not "
-                         f"marked; register it right after this set-up: "
-                         f"{_registration(entry.wrapper, site.var if site else 'model', entry.method)}",
-                         f"{owner}.{entry.method}")
+                         f"marked", f"{owner}.{entry.method}",
+                         f"register it right after this set-up: "
+                         f"{_registration(entry.wrapper, site.var if site else 'model', entry.method)}")
 
 
 def _wrappers(entries: Sequence[Entry]) -> str:

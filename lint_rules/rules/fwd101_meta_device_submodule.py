@@ -167,11 +167,14 @@ def _method_builds_module(view: ProjectIndex, ref: ClassRef, name: str) -> bool:
 
 
 def message(cls: str, found: MetaSubmodule) -> str:
-    return (f"{cls}.{found.attr} is a submodule created on the meta device ({found.how}): it is registered in the "
-            f"module tree, so model.to(device), fabric.setup and DDP fail with 'NotImplementedError: Cannot copy "
-            f"out of meta tensor; no data!'; keep it out of the tree (self._{found.attr.lstrip('_')} = [...] or "
-            f"object.__setattr__(self, '{found.attr}', ...)) or build it on demand in a method "
-            f"({contract.DECORATOR_MODULE}.check_no_meta(model) names such tensors at run time)")
+    return f"{cls}.{found.attr} is a submodule created on the meta device ({found.how}): moving the model fails"
+
+
+def help_for(found: MetaSubmodule) -> str:
+    return (f"it is registered in the module tree, so model.to(device), fabric.setup and DDP fail with "
+            f"'NotImplementedError: Cannot copy out of meta tensor; no data!'; keep it out of the tree "
+            f"(self._{found.attr.lstrip('_')} = [...] or object.__setattr__(self, '{found.attr}', ...)) or build it on "
+            f"demand in a method ({contract.DECORATOR_MODULE}.check_no_meta(model) names such tensors at run time)")
 
 
 def check(view: ProjectIndex, facts: FileFacts) -> Iterator[Diagnostic]:
@@ -183,4 +186,4 @@ def check(view: ProjectIndex, facts: FileFacts) -> Iterator[Diagnostic]:
         if not view.is_module_class(ref) or not _is_module_value(view, facts, ref, found):
             continue
         symbol = f"{found.cls}.{found.attr}"
-        yield Diagnostic(facts.path, found.line, found.col, CODE, message(found.cls, found), symbol)
+        yield Diagnostic(facts.path, found.line, found.col, CODE, message(found.cls, found), symbol, help_for(found))

@@ -257,14 +257,15 @@ def _advice(context: str) -> str:
 
 
 def _context_call(view: ProjectIndex, facts: FileFacts, call: InitCall) -> Optional[str]:
+    """The message for a call inside an init context that runs compiled code (``_advice`` is its help)."""
     if call.callee.startswith("self."):
         cls = facts.class_named(call.scope.rpartition(".")[0])
         if cls is not None and _compiled_member(view, ClassRef(facts, cls), call.callee[5:]):
-            return f"compiled `{call.callee}` is called inside {call.context}; {_advice(call.context)}"
+            return f"compiled `{call.callee}` is called inside {call.context}"
         return None
     if call.local or _compiled_name(view, facts, call.callee):
         name = call.callee.rpartition(".")[2]
-        return f"compiled `{name}` is called inside {call.context}; {_advice(call.context)}"
+        return f"compiled `{name}` is called inside {call.context}"
     found, through = _constructed(view, call.callee, facts)
     loading = found is None and call.callee.endswith(".load_from_checkpoint")
     if loading:
@@ -278,7 +279,7 @@ def _context_call(view: ProjectIndex, facts: FileFacts, call: InitCall) -> Optio
     what = contract.format_chain([*through, f"{found.cls.qualname}.__init__", *chain])
     callee = chain[-1].split("(")[0]
     runs = f"the compiled `{passed[callee]}` passed to it" if callee in passed else "compiled code"
-    return f"building {found.cls.qualname} inside {call.context} runs {runs} ({what}); {_advice(call.context)}"
+    return f"building {found.cls.qualname} inside {call.context} runs {runs} ({what})"
 
 
 def check(view: ProjectIndex, facts: FileFacts) -> Iterator[Diagnostic]:
@@ -286,7 +287,7 @@ def check(view: ProjectIndex, facts: FileFacts) -> Iterator[Diagnostic]:
         if call.context:
             problem = _context_call(view, facts, call)
             if problem is not None:
-                yield Diagnostic(facts.path, call.line, call.col, CODE, problem, call.callee)
+                yield Diagnostic(facts.path, call.line, call.col, CODE, problem, call.callee, _advice(call.context))
     for cls in facts.classes:
         method = next((m for m in cls.methods if m.name == "configure_model"), None)
         ref = ClassRef(facts, cls)
@@ -296,6 +297,6 @@ def check(view: ProjectIndex, facts: FileFacts) -> Iterator[Diagnostic]:
         if chain is not None:
             what = contract.format_chain(chain)
             yield Diagnostic(facts.path, method.line, method.col, CODE,
-                             f"{cls.qualname}.configure_model runs compiled {chain[-1].split('(')[0]} ({what}); "
-                             f"the Trainer calls configure_model inside _EmptyInit, and {_advice('_EmptyInit')}",
-                             f"{cls.qualname}.configure_model")
+                             f"{cls.qualname}.configure_model runs compiled {chain[-1].split('(')[0]} ({what})",
+                             f"{cls.qualname}.configure_model",
+                             f"the Trainer calls configure_model inside _EmptyInit, and {_advice('_EmptyInit')}")

@@ -22,7 +22,7 @@ def _unmarked_probe(model: Any, ddp: Any, x: Any) -> dict[str, Any]:
         for holder in ("raw", "ddp.module"):
             target = model if holder == "raw" else ddp.module
             try:
-                getattr(target, name)(x)
+                getattr(target, name)(x)  # the entry's call site: where a warning points
                 out[f"{holder}.{name}"] = "no error"
             except UnmarkedEntryError as exc:
                 out[f"{holder}.{name}"] = str(exc)
@@ -100,6 +100,8 @@ def installed(rank: int, world: int, how: str) -> dict[str, Any]:
             model.score_unmarked(x)  # warned already by the probe: no second warning
             model.score_unmarked(x)
     result["warnings"] = [str(w.message) for w in caught if w.category.__name__ == "UnmarkedEntryWarning"]
+    result["warned_at"] = [f"{os.path.basename(w.filename)}:{w.lineno}" for w in caught
+                           if w.category.__name__ == "UnmarkedEntryWarning"]
     from runtime_shim import uninstall
 
     uninstall()

@@ -157,7 +157,7 @@ def main(fabric):
 """,
 }
 
-_FAILS = re.compile(r": (TypeError|ValueError|AttributeError): (.*)$")
+_FAILS = re.compile(r"; it raises (TypeError|ValueError|AttributeError): (.*)$")  # FWD003's help quotes the error
 
 
 def _static(tmp_path: Path, name: str) -> list[str]:
@@ -170,7 +170,7 @@ def _static(tmp_path: Path, name: str) -> list[str]:
                           env={"PYTHONPATH": ROOT, "PATH": ""})
     report = json.loads(proc.stdout)
     assert report["errors"] == []
-    return [d["message"] for d in report["diagnostics"]]
+    return [f"{d['message']}; {d['help']}" if d["help"] else d["message"] for d in report["diagnostics"]]
 
 
 def _runtime(name: str) -> tuple[Optional[str], Optional[str], dict[str, Any]]:

@@ -34,7 +34,7 @@ from _patch_workers import (
     plain_block,
 )
 from _shim_dist import run_ranks
-from lint_rules.contract import GUARD_KEY, route_not_consumed_message, unmarked_entry_message
+from lint_rules.contract import GUARD_KEY, route_not_consumed_message, unmarked_entry_error
 from runtime_shim import UnmarkedEntryError, guard, patch_forward, unguard, unpatch_forward
 
 pytestmark = pytest.mark.timeout(300)
@@ -53,7 +53,7 @@ def _roundtrip(net: nn.Module, how: str) -> nn.Module:
 
 
 def _unmarked_prefix(cls: str, method: str) -> str:
-    return unmarked_entry_message(cls, method, "CHAIN").split("(CHAIN)")[0]
+    return unmarked_entry_error(cls, method, "CHAIN").split("(CHAIN)")[0]
 
 
 # -- what the user sees ---------------------------------------------------------------------------

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 import torch
 
 from _shim_dist import run_ranks
 from _shim_workers_ddp import bypass_then_guard, installed
-from lint_rules.contract import unmarked_entry_message
+from lint_rules.contract import unmarked_entry_error
 from shim_models import reference_grads
 
 pytestmark = pytest.mark.timeout(240)
@@ -36,8 +38,8 @@ def _check_probe(probe: dict) -> None:
     for name, chain in chains.items():
         for holder in ("raw", "ddp.module"):
             message = probe[f"{holder}.{name}"]
-            prefix = unmarked_entry_message("Toy", name, "CHAIN").split("(CHAIN)")[0]
-            suffix = unmarked_entry_message("Toy", name, "CHAIN").split("(CHAIN)")[1]
+            prefix = unmarked_entry_error("Toy", name, "CHAIN").split("(CHAIN)")[0]
+            suffix = unmarked_entry_error("Toy", name, "CHAIN").split("(CHAIN)")[1]
             assert message.startswith(prefix + "(" + chain), message
             assert message.endswith(")" + suffix), message
     assert probe["describe"].startswith("Toy(")
@@ -73,6 +75,11 @@ def test_ddp_install_and_auto(how: str, env: dict) -> None:
     assert not _equal(r0["after_uninstall"], r1["after_uninstall"])
 
 
+_WORKERS = Path(__file__).with_name("_shim_workers_ddp.py")
+_CALL_SITE = next(f"{_WORKERS.name}:{number}" for number, line in enumerate(_WORKERS.read_text().splitlines(), 1)
+                  if "the entry's call site" in line)
+
+
 def test_ddp_auto_warn_mode_warns_once_and_runs() -> None:
     r0, r1 = run_ranks(installed, "auto", env={"FWD_SHIM_MODE": "warn"})
     for r in (r0, r1):
@@ -81,6 +88,7 @@ def test_ddp_auto_warn_mode_warns_once_and_runs() -> None:
         # one warning per method (3 probed methods + score_unmarked already warned by the probe)
         assert len(r["warnings"]) == 3, r["warnings"]
         assert any("Toy.score_unmarked" in w for w in r["warnings"])
+        assert r["warned_at"] == [_CALL_SITE] * 3  # the user's call of the entry, not a line of torch
 
 
 def test_ddp_auto_off_is_a_noop() -> None:

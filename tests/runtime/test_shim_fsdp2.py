@@ -7,7 +7,7 @@ import torch
 
 from _shim_dist import run_ranks
 from _shim_workers_fsdp import fsdp2
-from lint_rules.contract import unmarked_entry_message
+from lint_rules.contract import unmarked_entry_error
 from shim_models import batch, make, reference_grads
 
 pytestmark = pytest.mark.timeout(240)
@@ -34,7 +34,7 @@ def test_fsdp2_routes_marked_and_rejects_unmarked(how: str) -> None:
         for name, chain in cases:
             kind, message = r[name]
             assert kind == "UnmarkedEntryError", r[name]
-            prefix = unmarked_entry_message("Toy", name, "X").split("(X)")[0]
+            prefix = unmarked_entry_error("Toy", name, "X").split("(X)")[0]
             assert message.startswith(prefix + f"({name} -> {chain}")
         assert r["nested"] == ["dict", ["gen", "score", "tag"], "list"]
         assert r["describe"].startswith("Toy(")

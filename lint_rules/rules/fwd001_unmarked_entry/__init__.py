@@ -269,7 +269,8 @@ def check(view: ProjectIndex, facts: FileFacts) -> Iterator[Diagnostic]:
                 shown = ", ".join(callers[:2]) + (f" and {len(callers) - 2} more" if len(callers) > 2 else "")
                 chain_text += f"; called in this project only from {shown}"
             message = contract.unmarked_entry_message(cls.qualname, method.name, chain_text)
-            yield Diagnostic(facts.path, method.line, method.col, CODE, message, f"{cls.qualname}.{method.name}")
+            yield Diagnostic(facts.path, method.line, method.col, CODE, message, f"{cls.qualname}.{method.name}",
+                             contract.unmarked_entry_help(method.name))
 
 
 def _called_only_from_forward(view: ProjectIndex, analysis: ClassAnalysis, name: str) -> Optional[list[str]]:

@@ -170,8 +170,9 @@ def check(view: ProjectIndex, facts: FileFacts) -> Iterator[Diagnostic]:
         how = registration(site, wrapped.method) if site.var else f"mark_forward_method(<the wrapper>, '{method.name}')"
         message = (f"{wrapped.text}(...) runs {owner.cls.qualname}.{method.name} outside the wrapper's forward "
                    f"({contract.format_chain(chain)}) on the model set up at line {site.line} "
-                   f"({_SET_UP[site.kind]}); register it right after the set-up: {how}")
-        yield Diagnostic(facts.path, wrapped.line, wrapped.col, CODE, message, wrapped.text)
+                   f"({_SET_UP[site.kind]})")
+        yield Diagnostic(facts.path, wrapped.line, wrapped.col, CODE, message, wrapped.text,
+                         f"register it right after the set-up: {how}")
 
 
 def fix(context: FixContext, findings: Sequence[Diagnostic],

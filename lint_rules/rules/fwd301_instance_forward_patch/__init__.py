@@ -212,22 +212,24 @@ def _sets_forward(view: ProjectIndex, facts: FileFacts, patch: ForwardPatch) -> 
     return holder is not None and (name, 0, patch.slot) in holder.attr_setters
 
 
-def message(patch: ForwardPatch) -> str:
+def message(patch: ForwardPatch) -> tuple[str, str]:
+    """(message, help) for a patch of this file."""
     receiver = patch.receiver or "obj"
     if patch.form == "restore":  # the end of a swap: what it puts back is an instance attribute too
-        return (f"{receiver}.forward = {patch.function} restores the saved bound method as an instance attribute: "
+        return (f"{receiver}.forward = {patch.function} restores the saved bound method as an instance attribute",
                 f"{receiver} keeps an instance forward after the swap, which forward-routing wrappers collide with; "
                 f"when the saved one was the class's, restore with `del {receiver}.forward`")
     if patch.form == "rename":
         name = patch.at if patch.at in ("__name__", "__qualname__") else "__name__"
         return (f"renaming a class through an instance (type({receiver}).{name} = ...) renames the "
-                f"class for every instance and every other user of it, not just the patched one; use "
+                f"class for every instance",
+                f"every other user of the class sees the new name too, not just the patched instance; use "
                 f"{contract.DECORATOR_MODULE}.patch_forward({receiver}, fn, name=...) to give one patched "
                 f"instance a class of its own")
     function = patch.function if patch.function and patch.form != "helper" else "fn"
     how = f"{patch.function.rpartition('.')[2]}(..., 'forward', ...)" if patch.form == "helper" else _HOW[patch.form]
-    return (f"{receiver}.forward: {how} rebinds forward on an instance: print(model) still shows "
-            f"the original class, so nobody can tell the patch applied, and forward-routing wrappers collide "
+    return (f"{receiver}.forward: {how} rebinds forward on an instance: print(model) still shows the original class",
+            f"nobody can tell the patch applied, and forward-routing wrappers collide "
             f"with an instance forward (Fabric's mark_forward_method swaps it and restores what it found; "
             f"runtime_shim.guard leaves the module unguarded); use "
             f"{contract.DECORATOR_MODULE}.patch_forward({receiver}, {function}), which moves this instance to a "
@@ -260,19 +262,21 @@ def _patch_of_given(view: ProjectIndex, facts: FileFacts, handed: Handover) -> O
 def check(view: ProjectIndex, facts: FileFacts) -> Iterator[Diagnostic]:
     for patch in facts.forward_patches:
         if _patches_instance(view, facts, patch):
-            yield Diagnostic(facts.path, patch.line, patch.col, CODE, message(patch), f"{patch.receiver}.{patch.at}")
+            text, advice = message(patch)
+            yield Diagnostic(facts.path, patch.line, patch.col, CODE, text, f"{patch.receiver}.{patch.at}", advice)
     for handed in facts.handovers:
         found = _patch_of_given(view, facts, handed)
         if found is not None:
-            name = handed.callee.rpartition(".")[2]
-            yield Diagnostic(facts.path, handed.line, handed.col, CODE, given_message(handed, *found), name)
+            yield Diagnostic(facts.path, handed.line, handed.col, CODE, *given_message(handed, *found))
 
 
-def given_message(handed: Handover, file: FileFacts, patch: ForwardPatch) -> str:
+def given_message(handed: Handover, file: FileFacts, patch: ForwardPatch) -> tuple[str, str, str]:
+    """(message, symbol, help) for a call that hands a model to a library function that patches it."""
     name = handed.callee.rpartition(".")[2]
     given = handed.argument if handed.slot.isdigit() else f"{handed.slot}={handed.argument}"
     return (f"{name}({given}) rebinds forward on the instance it is given ({file.module or 'its module'} line "
-            f"{patch.line}: {patch.receiver}.forward = ...): print({handed.argument}) still shows the original "
+            f"{patch.line}: {patch.receiver}.forward = ...)", name,
+            f"print({handed.argument}) still shows the original "
             f"classes, and forward-routing wrappers collide with an instance forward (Fabric's mark_forward_method, "
             f"runtime_shim.guard); where the library can patch the classes instead, do that before the model is "
             f"built (Liger: apply_liger_kernel_to_*() without model=)")
