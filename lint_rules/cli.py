@@ -54,7 +54,11 @@ def _parser() -> argparse.ArgumentParser:
 def _input_options(parser: argparse.ArgumentParser) -> None:
     """What to check and how: paths, selection, configuration, project and environment."""
     parser.add_argument("paths", nargs="*", default=["."],
-                        help="files and directories to check (default: the current directory)")
+                        help="files and directories to check (default: the current directory); - alone: "
+                             "standard input")
+    parser.add_argument("--stdin-filename", metavar="PATH", help="with -: the path the text read from standard "
+                        "input stands for (its name in the report, its configuration, per-file-ignores and project; "
+                        "it replaces that file in the project view). --fix prints the fixed text on stdout")
     parser.add_argument("--select", help="comma-separated code prefixes to report (default: FWD)")
     parser.add_argument("--ignore", help="comma-separated code prefixes not to report")
     parser.add_argument("--extend-select", help="code prefixes to report in addition to --select and the "
@@ -154,18 +158,43 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         parser.print_usage(sys.stderr)
         print("fwdlint: error: -j must be 0 or more", file=sys.stderr)
         return 2
+    stdin = _stdin_path(args)
+    if isinstance(stdin, int):
+        return stdin
     run = _run_options(args)
     if isinstance(run, int):
         return run
+    try:
+        return _checked(args, run, stdin)
+    finally:
+        _progress_done(run)
+
+
+def _progress_done(run: Run) -> None:
+    """Clear the progress line, if one was drawn: before anything is printed, and at the end."""
+    close = getattr(run.progress, "close", None)
+    if close is not None:
+        close()
+
+
+def _checked(args: argparse.Namespace, run: Run, stdin: Optional[str]) -> int:
+    """Check or fix what ``args`` names with ``run``; the exit status."""
     from lint_rules.diagnostics import FileError
     from lint_rules.discover import python_files
     from lint_rules.engine import analyse
 
     walk_errors: list[tuple[str, str]] = []
-    files = list(python_files(args.paths, run.exclude, errors=walk_errors))
+    if stdin is not None:
+        run = _read_stdin(stdin, run)
+        files = [stdin]
+    else:
+        files = list(python_files(args.paths, run.exclude, errors=walk_errors))
+    if args.fix and stdin is not None:
+        return _fix_stdin(args, stdin, run)
     if args.fix or args.diff:
         return _fix(args, files, run, walk_errors)
     result = analyse(files, run, reuse=not run.config.record)  # the record's summary reads the facts
+    _progress_done(run)
     if result.reused and args.verbose:
         print("fwdlint: nothing the findings depend on changed: reporting the last run's", file=sys.stderr)
     result.errors = sorted([*result.errors, *(FileError(path, reason) for path, reason in walk_errors)])
@@ -176,6 +205,55 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         for line in said.lines(run.config.record, args.statistics):
             print(line, file=sys.stderr)
     return _report(args, result, run)
+
+
+def _stdin_path(args: argparse.Namespace) -> Optional[str] | int:
+    """``-``: the path standard input stands for (``--stdin-filename``, else ``stdin``), which then
+    replaces ``args.paths`` (the configuration is found from it); None without ``-``; or exit 2."""
+    if "-" not in args.paths:
+        if args.stdin_filename:
+            print("fwdlint: error: --stdin-filename names what - (standard input) stands for: give - as the path",
+                  file=sys.stderr)
+            return 2
+        return None
+    if len(args.paths) > 1:
+        print("fwdlint: error: - (standard input) must be the only path", file=sys.stderr)
+        return 2
+    if args.fix and args.format != "text":
+        print("fwdlint: error: --fix of standard input prints the fixed text: --format must be text", file=sys.stderr)
+        return 2
+    args.paths = [args.stdin_filename or "stdin"]
+    return args.paths[0]
+
+
+def _read_stdin(path: str, run: Run) -> Run:
+    """Standard input stands for ``path`` from now on (``source.OVERLAY``); one process reads it."""
+    import dataclasses
+    import os
+
+    from lint_rules.source import OVERLAY
+
+    OVERLAY[os.path.realpath(path)] = sys.stdin.buffer.read()
+    return dataclasses.replace(run, jobs=1)
+
+
+def _fix_stdin(args: argparse.Namespace, path: str, options: Run) -> int:
+    """``--fix -``: the fixed text on stdout (the text as read when nothing could be fixed), what was
+    not fixed on stderr; the exit status of ``--fix``."""
+    import os
+
+    from lint_rules import report
+    from lint_rules.fix import run as fix
+    from lint_rules.source import OVERLAY
+
+    run = fix.fix_in_passes([path], options, style=args.fix_style, writer=fix.into_overlay)
+    _progress_done(options)
+    sys.stdout.flush()
+    sys.stdout.buffer.write(OVERLAY[os.path.realpath(path)])
+    sys.stdout.buffer.flush()
+    counts = report.statistics(u.diagnostic for u in run.unfixed) if args.statistics else ""
+    sys.stderr.write("".join(f"{line}\n" for line in fix.report_lines(run)) + report.error_lines(run.errors) + counts)
+    return 0 if args.exit_zero else fix.exit_status(run, diff=False)
 
 
 def _report(args: argparse.Namespace, result: Result, run: Run) -> int:
@@ -239,7 +317,10 @@ def _run_options(args: argparse.Namespace) -> Run | int:
         except run_record.RecordError as exc:
             print(f"fwdlint: error: {exc}", file=sys.stderr)
             return 2
-    return Run(config=Config(module_bases=options.module_bases, mark_decorators=options.mark_decorators,
+    from lint_rules.progress import for_stderr
+
+    return Run(progress=for_stderr(args.quiet),
+               config=Config(module_bases=options.module_bases, mark_decorators=options.mark_decorators,
                              forward_helpers=options.forward_helpers, observed=observed,
                              record=options.from_record or ""),
                select=options.select, ignore=options.ignore, environment=env,
@@ -282,6 +363,7 @@ def _fix(args: argparse.Namespace, files: list[str], options: Run, walk_errors: 
         return 2
     run = fix.plan(files, options, style=args.fix_style) if args.diff else fix.fix_in_passes(
         files, options, style=args.fix_style)
+    _progress_done(options)
     run.errors = sorted([*run.errors, *(FileError(path, reason) for path, reason in walk_errors)])
     return _fix_report(args, run)
 

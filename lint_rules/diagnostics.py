@@ -17,6 +17,7 @@ class Diagnostic:
     message: str  # what and where, one line (flake8 prints it)
     symbol: str  # "Class.method"
     help: str = ""  # what to do about it (JSON ``help``, ``--show-source``, SARIF; ``--explain`` says more)
+    severity: str = "error"  # or "warning": what it costs is known to be less than failure (SARIF level, github)
 
 
 @dataclass(frozen=True, order=True)

@@ -12,7 +12,7 @@ import os
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Iterable, Optional, Sequence
+from typing import TYPE_CHECKING, Callable, Iterable, Optional, Sequence
 
 from lint_rules import environment
 from lint_rules.diagnostics import Diagnostic, FileError, shown
@@ -49,6 +49,8 @@ class Run:
     # The directory holding every checked path (``settings.start_directory``): files in no project are
     # cached under it. None: the first path's (its directory).
     start: Optional[Path] = None
+    # Told as files are read: (done, total, from the cache); the CLI draws a line on a terminal (``progress``).
+    progress: Optional[Callable[[int, int, int], None]] = None
 
 
 @dataclass
@@ -143,7 +145,8 @@ class Session:
         if view is None:
             view = self.views[root] = ProjectIndex(config=self.run.config, loader=self._load,
                                                    env_roots=list(self.environment.roots))
-            for outcome in self.store.facts_many(self.view_paths(root, given), jobs=self.run.jobs):
+            for outcome in self.store.facts_many(self.view_paths(root, given), jobs=self.run.jobs,
+                                                 progress=self.run.progress):
                 if isinstance(outcome, FileFacts):
                     view.add(outcome, module_name_for(Path(outcome.path), self.store.packages)[2])
         return view
@@ -239,7 +242,7 @@ def _analyse(session: Session, paths: list[str]) -> Result:
 
     run = session.run
     result = Result()
-    outcomes = session.store.facts_many(paths, jobs=run.jobs)
+    outcomes = session.store.facts_many(paths, jobs=run.jobs, progress=run.progress)
     by_root: dict[Optional[Path], list[FileFacts]] = {}
     for outcome in outcomes:
         if isinstance(outcome, FileError):

@@ -38,7 +38,7 @@ import sys
 import sysconfig
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Mapping, Optional
+from typing import TYPE_CHECKING, Mapping, Optional, Sequence
 
 if TYPE_CHECKING:  # imported where an interpreter is found or asked: a run that names none never does
     import subprocess
@@ -82,6 +82,22 @@ class Environment:
             more = f" (+{extra} from .pth files)" if extra > 0 else ""
             parts.append(_count(len(self.site_dirs), "site dir") + more)
         return "fwdlint: environment: " + ", ".join(parts)
+
+
+def distribution_version(roots: Sequence[Path], name: str) -> Optional[str]:
+    """The version of the distribution ``name`` installed in ``roots``, from its ``.dist-info``
+    directory's name (``torch-2.13.0+cpu.dist-info``): read, never imported; None if not installed."""
+    wanted = re.sub(r"[-_.]+", "_", name).lower()
+    for root in roots:
+        try:
+            entries = os.listdir(root)
+        except OSError:
+            continue
+        for entry in entries:
+            stem, _, version = entry[: -len(".dist-info")].rpartition("-")
+            if entry.endswith(".dist-info") and re.sub(r"[-_.]+", "_", stem).lower() == wanted and version:
+                return version
+    return None
 
 
 def _count(number: int, noun: str) -> str:

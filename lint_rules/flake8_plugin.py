@@ -121,6 +121,7 @@ class Plugin:
     version = __version__
 
     run_options: ClassVar[Optional["Run"]] = None  # None: no FWD code selected
+    stdin: ClassVar[bool] = False  # flake8 reads standard input (``flake8 -``)
     session: ClassVar[Optional["Session"]] = None
 
     def __init__(self, tree: ast.AST, lines: list[str], filename: str) -> None:
@@ -169,6 +170,7 @@ class Plugin:
             enabled = ()  # `--select E,F,W` means pyflakes, not every code that starts with F
         _refuse_unknown_codes(options)
         _close_session()
+        cls.stdin = "-" in (getattr(options, "filenames", None) or ())
         if not enabled:
             cls.run_options = None
             return
@@ -199,8 +201,12 @@ class Plugin:
         from lint_rules.diagnostics import FileError
         from lint_rules.engine import Session
         from lint_rules.layout import module_name_for
+        from lint_rules.source import OVERLAY
 
-        real = self.filename not in ("stdin", "-") and os.path.isfile(self.filename)
+        named = self.filename not in ("stdin", "-")  # --stdin-display-name names what standard input stands for
+        if Plugin.stdin and named:  # the editor's text, not the file on disk, everywhere it is read
+            OVERLAY[os.path.realpath(self.filename)] = "".join(self.lines).encode("utf-8")
+        real = named and (Plugin.stdin or os.path.isfile(self.filename))
         path = str(Path(self.filename).resolve()) if real else self.filename
         if Plugin.session is None:
             Plugin.session = Session(options, path if real else None)

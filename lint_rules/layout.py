@@ -61,8 +61,8 @@ def find_root(path: Path, known: Optional[dict[Path, Optional[Path]]] = None) ->
     directories already looked at and their roots, kept by the caller for one run (the checked
     files' directories share most of their way up)."""
     directory = path.resolve()
-    if not directory.is_dir():
-        directory = directory.parent
+    if directory.exists() and not directory.is_dir():  # a directory that is not there yet (a new file's,
+        directory = directory.parent                  # named by --stdin-filename) is walked from itself
     known = {} if known is None else known
     walked = []
     root: Optional[Path] = None

@@ -68,6 +68,7 @@ class ProjectIndex:
     _mro_cache: dict[tuple[str, str], list[ClassRef]] = field(default_factory=dict)
     _subclasses: Optional[dict[str, list[ClassRef]]] = None  # last name of a base -> classes
     _siblings_read: set[str] = field(default_factory=set)
+    _versions: dict[str, Optional[str]] = field(default_factory=dict)
     # What name resolution looked at on disk, in order (``results`` checks it before reusing a run):
     # ("file", path, module, is_package, found) for a candidate file, ("dir", directory, names) for a listing
     probed: list[tuple] = field(default_factory=list)
@@ -109,6 +110,14 @@ class ProjectIndex:
             if path not in self.files:
                 view.add(facts)
         return view
+
+    def installed_version(self, distribution: str) -> Optional[str]:
+        """The version of ``distribution`` in the environment the view reads (``--python``), if installed."""
+        if distribution not in self._versions:
+            from lint_rules.environment import distribution_version
+
+            self._versions[distribution] = distribution_version(self.env_roots, distribution)
+        return self._versions[distribution]
 
     def callers_of(self, name: str) -> set[str]:
         """The functions of the view's own files that call a method named ``name`` or hand it over

@@ -81,7 +81,7 @@ def text(result: Result, show_source: bool = False) -> tuple[str, str]:
 
 def _diagnostic(d: Diagnostic) -> dict[str, Any]:
     return {"path": d.path, "line": d.line, "col": d.col + 1, "code": d.code, "name": name_of(d.code),
-            "message": d.message, "help": d.help, "symbol": d.symbol}
+            "message": d.message, "help": d.help, "symbol": d.symbol, "severity": d.severity}
 
 
 def as_json(result: Result) -> str:
@@ -103,15 +103,17 @@ def _escape_property(value: str) -> str:
     return _escape_data(value).replace(":", "%3A").replace(",", "%2C")
 
 
-def _command(properties: Sequence[tuple[str, object]], message: str) -> str:
+def _command(properties: Sequence[tuple[str, object]], message: str, level: str = "error") -> str:
     props = ",".join(f"{key}={_escape_property(str(value))}" for key, value in properties)
-    return f"::error {props}::{_escape_data(message)}\n"
+    return f"::{level} {props}::{_escape_data(message)}\n"
 
 
 def github(result: Result) -> str:
-    """One ``::error`` workflow command per finding, and one (file only) per file that could not be checked."""
+    """One ``::error`` (``::warning``) workflow command per finding, and one ``::error`` (file only) per
+    file that could not be checked."""
     lines = [_command((("file", below(d.path) or d.path), ("line", d.line), ("col", d.col + 1), ("title", d.code)),
-                      finding_text(d) + (f"\nhelp: {d.help}" if d.help else "")) for d in result.diagnostics]
+                      finding_text(d) + (f"\nhelp: {d.help}" if d.help else ""), d.severity)
+             for d in result.diagnostics]
     lines += [_command((("file", below(e.path) or e.path), ("title", "fwdlint")), e.message) for e in result.errors]
     return "".join(lines)
 

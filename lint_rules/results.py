@@ -27,7 +27,7 @@ from lint_rules.layout import modules_in
 if TYPE_CHECKING:
     from lint_rules.engine import Result, Session
 
-FORMAT = "2"  # of the stored value
+FORMAT = "3"  # of the stored value
 _PREFIX = "R:"  # the store's slot for stored runs: "R:" + the first checked path (pruned with it)
 
 
@@ -93,7 +93,7 @@ class Lookup:
             return
         probed = [self._recorded(probe, keys) for view in session.views.values() for probe in view.probed]
         value = {"format": FORMAT, "probed": probed,
-                 "diagnostics": [[d.path, d.line, d.col, d.code, d.message, d.symbol, d.help]
+                 "diagnostics": [[d.path, d.line, d.col, d.code, d.message, d.symbol, d.help, d.severity]
                                  for d in result.diagnostics],
                  "errors": [[e.path, e.message] for e in result.errors],
                  "resolved": list(result.resolved), "installed": result.installed_read}

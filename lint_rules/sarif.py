@@ -61,7 +61,7 @@ def _result(diagnostic: Diagnostic, index: dict[str, int], cwd: Path) -> dict[st
     }}
     if diagnostic.symbol:
         location["logicalLocations"] = [{"fullyQualifiedName": diagnostic.symbol}]
-    result: dict[str, Any] = {"ruleId": diagnostic.code, "level": "error",
+    result: dict[str, Any] = {"ruleId": diagnostic.code, "level": diagnostic.severity,
                               "message": {"text": finding_text(diagnostic)}, "locations": [location]}
     if diagnostic.code in index:
         result["ruleIndex"] = index[diagnostic.code]

@@ -4,11 +4,28 @@ from __future__ import annotations
 
 import ast
 import io
+import os
 import re
 import sys
 import tokenize
 import warnings
+from pathlib import Path
 from typing import Optional
+
+#: Text that stands in for a file in this process: an editor's buffer given on standard input
+#: (``fwdlint --stdin-filename m.py -``, ``flake8 --stdin-display-name m.py -``) is read instead of the
+#: file on disk by everything that reads source (``read_source``), so the file is linted, put in its
+#: project's view and fixed as the editor has it. Keyed by ``os.path.realpath``.
+OVERLAY: dict[str, bytes] = {}
+
+
+def read_source(path: str) -> bytes:
+    """The bytes of the file at ``path``, or of the text standing in for it (``OVERLAY``)."""
+    if OVERLAY:
+        found = OVERLAY.get(os.path.realpath(path))
+        if found is not None:
+            return found
+    return Path(path).read_bytes()
 
 
 #: Python's line ends: ``\n``, ``\r\n`` and a lone ``\r``, never ``str.splitlines``' extra ones

@@ -42,12 +42,12 @@ import stat
 import sys
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Optional, Sequence, Union
+from typing import TYPE_CHECKING, Callable, Optional, Sequence, Union
 
 from lint_rules import __version__
 from lint_rules.diagnostics import FileError
 from lint_rules.layout import module_name_for
-from lint_rules.source import decode, one_line, python_parse, python_syntax_error
+from lint_rules.source import OVERLAY, decode, one_line, python_parse, python_syntax_error
 
 CACHE_DIR_NAME = ".fwdlint_cache"
 TAG_NAME = "CACHEDIR.TAG"
@@ -424,9 +424,11 @@ class FactsStore:
         return self.facts_many([path], locate, jobs=1, data=data, module=module)[0]
 
     def facts_many(self, paths: Sequence[str], locate: bool = True, jobs: int = 1, data: Optional[bytes] = None,
-                   module: Optional[tuple[str, bool]] = None) -> list[Outcome]:
+                   module: Optional[tuple[str, bool]] = None,
+                   progress: Optional[Callable[[int, int, int], None]] = None) -> list[Outcome]:
         """Facts of many files; cache misses are extracted in ``jobs`` worker processes
-        (``workers.AUTO``: as many as the number of misses repays, ``workers.auto_jobs``)."""
+        (``workers.AUTO``: as many as the number of misses repays, ``workers.auto_jobs``).
+        ``progress(done, total, cached)`` is told as files are read (``progress.ProgressLine``)."""
         outcomes: list[Optional[Outcome]] = [None] * len(paths)
         misses: list[tuple[int, str, tuple]] = []
         for position, path in enumerate(paths):
@@ -454,7 +456,16 @@ class FactsStore:
             if self.pool is None:
                 self.pool = workers.Pool(jobs, preload=("lint_rules.facts.extract",))
             self.pool.jobs = max(self.pool.jobs, jobs)
-        extracted = self.pool.map(_extract, tasks) if self.pool is not None and tasks else []
+        done = [len(paths) - len(tasks)]  # read already: from memory, the cache, or an error
+
+        def one_more() -> None:
+            done[0] += 1
+            progress(done[0], len(paths), len(paths) - len(tasks))  # type: ignore[misc]
+
+        if progress is not None:
+            progress(done[0], len(paths), done[0])
+        told = {"done": one_more} if progress is not None else {}
+        extracted = self.pool.map(_extract, tasks, **told) if self.pool is not None and tasks else []
         if extracted:
             from lint_rules.facts import codec
             from lint_rules.facts.model import FileFacts
@@ -532,8 +543,10 @@ def _slot(path: str, locate: bool) -> str:
 
 
 def _read_regular(path: str) -> bytes:
-    """The file's bytes; anything but a regular file (a FIFO, a device) is refused, not read:
-    reading a FIFO blocks until someone writes to it."""
+    """The file's bytes (or the text standing in for it: ``source.OVERLAY``); anything but a regular
+    file (a FIFO, a device) is refused, not read: reading a FIFO blocks until someone writes to it."""
+    if OVERLAY and os.path.realpath(path) in OVERLAY:
+        return OVERLAY[os.path.realpath(path)]
     if not stat.S_ISREG(os.stat(path).st_mode):
         raise OSError(f"not a regular file ({'directory' if os.path.isdir(path) else 'FIFO, socket or device'})")
     return Path(path).read_bytes()

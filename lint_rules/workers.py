@@ -274,8 +274,10 @@ class Pool:
         self.workers: list[_Worker] = []
         self.lock = threading.Lock()
 
-    def map(self, function: Callable[[Any], Any], tasks: Sequence[Any]) -> list[Any]:
-        """``function`` over ``tasks`` in order; a task whose worker failed gives a ``Failure``."""
+    def map(self, function: Callable[[Any], Any], tasks: Sequence[Any],
+            done: Optional[Callable[[], None]] = None) -> list[Any]:
+        """``function`` over ``tasks`` in order; a task whose worker failed gives a ``Failure``.
+        ``done`` is called (from any thread) as each task finishes."""
         results: list[Any] = [None] * len(tasks)
         pending: "queue.SimpleQueue[int]" = queue.SimpleQueue()
         for index in range(len(tasks)):
@@ -288,6 +290,8 @@ class Pool:
                 except queue.Empty:
                     return
                 results[index] = self._call(function, tasks[index])
+                if done is not None:
+                    done()
 
         threads = [threading.Thread(target=drain, daemon=True) for _ in range(min(self.jobs, len(tasks)) - 1)]
         for thread in threads:

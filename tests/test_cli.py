@@ -68,7 +68,7 @@ def test_json_errors_and_schema(project: Path) -> None:
     [diagnostic] = payload["diagnostics"]
     assert diagnostic == {
         "path": "good.py", "line": 4, "col": 9, "code": "FWD001", "name": "unmarked-forward-entry", "symbol": "M.gen",
-        "message": diagnostic["message"], "help": diagnostic["help"],
+        "message": diagnostic["message"], "help": diagnostic["help"], "severity": "error",
     }
 
 
@@ -198,7 +198,7 @@ def test_the_parser_names_the_formats_and_fix_styles_there_are() -> None:
 
 def _recording(asked: list[int]) -> Callable[..., list[Any]]:
     """``Pool.map`` run in this process, noting how many workers the pool was asked for."""
-    def map_(pool: Any, function: Callable[[Any], Any], tasks: Sequence[Any]) -> list[Any]:
+    def map_(pool: Any, function: Callable[[Any], Any], tasks: Sequence[Any], done: Any = None) -> list[Any]:
         asked.append(pool.jobs)
         return [function(task) for task in tasks]
     return map_

@@ -410,3 +410,34 @@ def test_fix_refuses_formats_that_report_findings(project: Path) -> None:
         assert proc.stderr == (f"fwdlint: error: --format {fmt} reports findings; with --fix or --diff use "
                                "text or json\n")
     assert (project / "good.py").read_text() == BAD
+
+
+# --- severity: FWD201 follows the torch of the environment ---------------------------------------------
+
+COMPILED_IN_CONTEXT = ("import torch\nfrom lightning.fabric import Fabric\n\n"
+                       "fast = torch.compile(torch.nn.Linear(2, 2))\n\n\ndef main(fabric: Fabric):\n"
+                       "    with fabric.init_module():\n        fast(torch.ones(1, 2))\n")
+
+
+@pytest.mark.parametrize("torch_dist, severity, said", [
+    (None, "warning", "(torch 2.13.0+cpu installed: it compiles again)"),  # fwdlint's own environment
+    ("torch-2.5.1.dist-info", "error", "(torch 2.5.1 installed: it fails)"),
+    ("", "error", "newer torch compiles a graph"),  # no torch: what it costs is unknown
+], ids=["torch-2.13", "torch-2.5", "no-torch"])
+def test_fwd201_says_what_the_installed_torch_does(tmp_path: Path, torch_dist: str | None, severity: str,
+                                                   said: str) -> None:
+    (tmp_path / "pyproject.toml").write_text("")
+    (tmp_path / "train.py").write_text(COMPILED_IN_CONTEXT)
+    args: tuple[str, ...] = ()
+    if torch_dist is not None:
+        files = {f"{torch_dist}/METADATA": "Metadata-Version: 2.1\nName: torch\n"} if torch_dist else {}
+        args = ("--python", str(python_with_package(tmp_path / "env", {"placeholder.py": "", **files})))
+    code, payload = cli_json(tmp_path, *args, "train.py")
+    [finding] = payload["diagnostics"]
+    assert (code, finding["code"], finding["severity"]) == (1, "FWD201", severity)
+    assert said in finding["help"] and ("installed" in finding["help"]) == (torch_dist != "")
+    assert _schema_errors(payload) == []
+    sarif = json.loads(run_cli(tmp_path, *args, "--format", "sarif", "train.py").stdout)
+    assert sarif["runs"][0]["results"][0]["level"] == severity
+    github = run_cli(tmp_path, *args, "--format", "github", "train.py").stdout
+    assert github.startswith(f"::{severity} file=train.py,line=9,")

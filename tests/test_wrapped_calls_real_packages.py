@@ -89,7 +89,7 @@ def _findings(project: Path, python: Path) -> dict[int, str]:
     assert proc.returncode in (0, 1), proc.stderr
     report = json.loads(proc.stdout)
     assert report["errors"] == []
-    return {d["line"]: d["message"] for d in report["diagnostics"]}
+    return {d["line"]: f"{d['message']}; {d['help']}" for d in report["diagnostics"]}  # what and what to do
 
 
 def test_the_set_ups_people_write_are_followed_into_the_installed_packages(

@@ -9,7 +9,6 @@ you cannot edit)::
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Optional, Sequence
 
 import libcst as cst
@@ -19,7 +18,7 @@ from lint_rules.facts.model import WrapSite
 from lint_rules.fix.imports import ensure_import
 from lint_rules.fix.locate import parse_for_edit, simple_statements_by_line
 from lint_rules.fix.result import FileFix
-from lint_rules.source import decode
+from lint_rules.source import decode, read_source
 
 FSDP_MODULE = "torch.distributed.fsdp"
 
@@ -61,7 +60,7 @@ def register_after_sites(path: str, plan: Sequence[tuple[WrapSite, Sequence[str]
     """Insert, right after each set-up statement, one registration per method name: Fabric's
     ``model.mark_forward_method("m")``, FSDP2's ``register_fsdp_forward_method(model, "m")``, or
     ``runtime_shim``'s ``mark_forward_method(ddp, "m")`` for DDP and FSDP1, with the imports."""
-    old = Path(path).read_bytes()
+    old = read_source(path)
     text = decode(old)
     module, tail = parse_for_edit(old)
     statements = simple_statements_by_line(module)

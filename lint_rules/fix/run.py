@@ -9,9 +9,10 @@ finding is left, re-analysing only what the last pass changed and the files that
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterable, Mapping, Optional, Sequence
+from typing import Callable, Iterable, Mapping, Optional, Sequence
 
 from lint_rules.diagnostics import Diagnostic, FileError, shown
 from lint_rules.engine import Result, Run, analyse
@@ -20,6 +21,7 @@ from lint_rules.fix.atomic import ChangedOnDisk, atomic_write
 from lint_rules.fix.diff import unified_diff  # noqa: F401  (the front ends' name for it)
 from lint_rules.fix.result import FileFix, FixContext, Unfixed
 from lint_rules.rules import RULES, selected
+from lint_rules.source import OVERLAY
 from lint_rules.workers import on_deep_stack
 
 #: ``--fix-style`` choices: the ``style`` option of the rules that have one (FWD001's).
@@ -107,8 +109,9 @@ def _first_fix_per_file(result: FixRun) -> list[FileFix]:
     return sorted(kept.values(), key=lambda f: f.path)
 
 
-def fix_in_passes(paths: Iterable[str], run: Run = Run(), style: str = "decorator") -> FixRun:
-    """``plan`` + ``write`` until no fixable finding is pending (a file with findings of several
+def fix_in_passes(paths: Iterable[str], run: Run = Run(), style: str = "decorator",
+                  writer: Optional[Callable[[FixRun, Optional[Path]], None]] = None) -> FixRun:
+    """``plan`` + ``write`` (or ``writer``) until no fixable finding is pending (a file with findings of several
     rules is fixed one rule per pass). A pass must fix something, so there are at most as many
     passes as pending findings after the first, plus one. Each later pass analyses only the files
     the last one changed and the given files that import them (their findings may change); the
@@ -118,7 +121,7 @@ def fix_in_passes(paths: Iterable[str], run: Run = Run(), style: str = "decorato
     targets, limit, passes = paths, 1, 0
     while True:
         current, analysis = on_deep_stack(_plan, targets, run, {"style": style})
-        write(current, root=run.project_root)
+        (writer or write)(current, run.project_root)
         passes += 1
         fixed = set(current.fixed)
         again = set(targets)
@@ -170,6 +173,21 @@ def write(run: FixRun, root: Path | None = None) -> None:
             run.errors.append(FileError(file.path, file.error))
             run.unfixed.extend(Unfixed(d, "could not write the file") for d in file.fixed)
             file.fixed = []
+    run.unfixed.sort(key=lambda u: u.diagnostic)
+    run.errors.sort()
+
+
+def into_overlay(run: FixRun, root: Path | None = None) -> None:
+    """The writer for text given on standard input (``source.OVERLAY``): its new text replaces the
+    old for the next pass and for the front end to print; nothing is written to disk. A fix that
+    would change another file is refused (fix the files themselves for that)."""
+    for file in run.changed:
+        if os.path.realpath(file.path) in OVERLAY:
+            OVERLAY[os.path.realpath(file.path)] = file.new
+            continue
+        file.error = f"not written: fixing standard input changes no file (run fwdlint --fix {file.path})"
+        run.unfixed.extend(Unfixed(d, "the fix would change another file than standard input") for d in file.fixed)
+        file.fixed = []
     run.unfixed.sort(key=lambda u: u.diagnostic)
     run.errors.sort()
 

@@ -21,13 +21,12 @@ import codecs
 import difflib
 import functools
 from collections import Counter
-from pathlib import Path
 from typing import TYPE_CHECKING, AbstractSet, Callable, Optional, Sequence
 
 from lint_rules.diagnostics import Diagnostic, FileError
 from lint_rules.facts.model import FileFacts
 from lint_rules.fix.result import FileFix, Unfixed
-from lint_rules.source import decode, one_line, source_encoding
+from lint_rules.source import decode, one_line, read_source, source_encoding
 
 if TYPE_CHECKING:
     from lint_rules.engine import Result, Run
@@ -148,7 +147,7 @@ def fix_file(fix_source: Callable[[str, bytes, Sequence[Diagnostic]], FileFix],
     path, diagnostics = task
     data = b""
     try:
-        data = Path(path).read_bytes()
+        data = read_source(path)
         return fix_source(path, data, diagnostics)
     except (OSError, cst.ParserSyntaxError, RecursionError, SyntaxError, UnicodeDecodeError) as error:
         try:

@@ -17,6 +17,12 @@ Dynamo trace through the mode:
 
 Building (compiling) a module inside the context is fine; *calling* it there is the hazard.
 
+Severity follows the torch installed in the environment the run reads (``--python``; its
+``.dist-info``, never imported): torch <= 2.5, the finding is an error (it fails); a newer torch, a
+warning (it compiles again, and skips no ``torch.nn.init`` in compiled code); no torch found, an
+error (it may fail). The help names the version (``torch 2.13.0+cpu installed: it compiles
+again``). JSON ``severity``, SARIF ``level`` and the github annotation's kind carry it.
+
 What is reported
     * A call, inside ``with <x>.init_module(...)``, ``with torch.device("meta")`` or
       ``with _EmptyInit(...)``, of something compiled: a name bound to ``torch.compile(...)``
@@ -62,6 +68,7 @@ Real code
 
 from __future__ import annotations
 
+import re
 from typing import Iterator, Optional
 
 from lint_rules import contract
@@ -248,12 +255,30 @@ def _constructed(view: ProjectIndex, callee: str, origin: FileFacts) -> tuple[Op
     return (built, [callee.rpartition(".")[2]]) if built is not None else (None, [])
 
 
-def _advice(context: str) -> str:
-    return (f"inside {context} Dynamo traces through Lightning's TorchFunctionMode or a device context: torch <= 2.5 "
-            f"fails with 'Dynamic control flow is not supported', newer torch compiles a graph for the mode that is "
-            f"compiled again after the block; call the compiled code after the block, or build under "
-            f"{contract.DECORATOR_MODULE}.empty_init(), which enters no mode when disabled and branches on nothing "
-            f"inside __torch_function__")
+#: The last torch whose Dynamo fails on the hazard (Lightning #20524); 2.13.0 no longer does
+#: (``benchmarks/empty_init.py --only repro``, with Lightning 2.6.6).
+LAST_FAILING_TORCH = (2, 5)
+
+
+def _torch(view: ProjectIndex) -> tuple[Optional[str], str]:
+    """(the installed torch's version or None, the severity it makes): a torch that fails here makes
+    an error; one that only compiles again, a warning; an unknown one, an error (it may fail)."""
+    version = view.installed_version("torch")
+    numbers = re.match(r"(\d+)\.(\d+)", version or "")
+    if numbers is None:
+        return None, "error"
+    return version, "error" if (int(numbers[1]), int(numbers[2])) <= LAST_FAILING_TORCH else "warning"
+
+
+def _advice(context: str, version: Optional[str], severity: str) -> str:
+    how = (f"inside {context} Dynamo traces through Lightning's TorchFunctionMode or a device context: "
+           f"torch <= {'.'.join(map(str, LAST_FAILING_TORCH))} fails with 'Dynamic control flow is not supported' "
+           f"at model construction, on every rank; newer torch compiles a graph for the mode that is compiled again "
+           f"after the block, and does not skip torch.nn.init inside it")
+    if version is not None:
+        how += f" (torch {version} installed: it {'fails' if severity == 'error' else 'compiles again'})"
+    return (f"{how}; call the compiled code after the block, or build under {contract.DECORATOR_MODULE}.empty_init(), "
+            f"which enters no mode when disabled and branches on nothing inside __torch_function__")
 
 
 def _context_call(view: ProjectIndex, facts: FileFacts, call: InitCall) -> Optional[str]:
@@ -283,11 +308,13 @@ def _context_call(view: ProjectIndex, facts: FileFacts, call: InitCall) -> Optio
 
 
 def check(view: ProjectIndex, facts: FileFacts) -> Iterator[Diagnostic]:
+    version, severity = _torch(view)
     for call in facts.init_calls:
         if call.context:
             problem = _context_call(view, facts, call)
             if problem is not None:
-                yield Diagnostic(facts.path, call.line, call.col, CODE, problem, call.callee, _advice(call.context))
+                yield Diagnostic(facts.path, call.line, call.col, CODE, problem, call.callee,
+                                 _advice(call.context, version, severity), severity)
     for cls in facts.classes:
         method = next((m for m in cls.methods if m.name == "configure_model"), None)
         ref = ClassRef(facts, cls)
@@ -299,4 +326,5 @@ def check(view: ProjectIndex, facts: FileFacts) -> Iterator[Diagnostic]:
             yield Diagnostic(facts.path, method.line, method.col, CODE,
                              f"{cls.qualname}.configure_model runs compiled {chain[-1].split('(')[0]} ({what})",
                              f"{cls.qualname}.configure_model",
-                             f"the Trainer calls configure_model inside _EmptyInit, and {_advice('_EmptyInit')}")
+                             f"the Trainer calls configure_model inside _EmptyInit, and "
+                             f"{_advice('_EmptyInit', version, severity)}", severity)

@@ -4,6 +4,7 @@ shim supports, so ``--fix`` never registers there)."""
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -44,10 +45,12 @@ def test_the_quoted_error_is_the_runtime_error(tmp_path: Path) -> None:
 
     (tmp_path / "pyproject.toml").write_text("")
     (tmp_path / "train.py").write_text(SCRIPT)
-    proc = subprocess.run([sys.executable, "-m", "lint_rules.cli", "--select", "FWD003", "train.py"], cwd=tmp_path,
-                          capture_output=True, text=True, timeout=120, env={"PYTHONPATH": ROOT, "PATH": ""})
+    proc = subprocess.run([sys.executable, "-m", "lint_rules.cli", "--select", "FWD003", "--format", "json",
+                           "train.py"], cwd=tmp_path, capture_output=True, text=True, timeout=120,
+                          env={"PYTHONPATH": ROOT, "PATH": ""})
     assert proc.returncode == 1, proc.stderr
-    quoted = proc.stdout.split(": AttributeError: ", 1)[1].rsplit(" [invalid-mark]", 1)[0]
+    [finding] = json.loads(proc.stdout)["diagnostics"]
+    quoted = finding["help"].split("it raises AttributeError: ", 1)[1]  # the help quotes the error
     with pytest.raises(AttributeError) as raised:
         mark_forward_method(nn.DataParallel(Net()), "generate")
     assert str(raised.value) == quoted
