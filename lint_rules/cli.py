@@ -260,14 +260,15 @@ def _report(args: argparse.Namespace, result: Result, run: Run) -> int:
     """Print the findings and errors of an analysis in the chosen format; the exit status."""
     from lint_rules import report, sarif
 
-    counts = report.statistics(result.diagnostics) if args.statistics else ""
+    counts = report.statistics(result.diagnostics, result.coverage) if args.statistics else ""
     err = report.error_lines(result.errors)
     if args.format == "text":
         out, err = report.text(result, show_source=args.show_source)
         out += counts
-        if result.installed_read and not args.quiet and run.environment is not None:
-            said = "" if args.verbose else run.environment.describe() + "\n"  # --verbose said it already
-            err += (f"{said}fwdlint: read {result.installed_read} installed file(s) of {run.environment.python} "
+        # Every run with torch installed reads some of it: said with --verbose (which named the
+        # environment already); FWD005 names the environment where something could not be read.
+        if result.installed_read and args.verbose and not args.quiet and run.environment is not None:
+            err += (f"fwdlint: read {result.installed_read} installed file(s) of {run.environment.python} "
                     "to resolve names\n")
     elif args.format == "github":
         out = report.github(result) + counts
@@ -319,7 +320,7 @@ def _run_options(args: argparse.Namespace) -> Run | int:
             return 2
     from lint_rules.progress import for_stderr
 
-    return Run(progress=for_stderr(args.quiet),
+    return Run(progress=for_stderr(args.quiet), coverage=args.statistics,
                config=Config(module_bases=options.module_bases, mark_decorators=options.mark_decorators,
                              forward_helpers=options.forward_helpers, observed=observed,
                              record=options.from_record or ""),

@@ -27,7 +27,9 @@ from lint_rules.facts.model import (
     SUB_CALL, SUB_METHOD, SUB_RESULT, SUPER_CALL, FileFacts, FunctionFacts, MethodFacts, Source, Use,
 )
 from lint_rules import contract
+from lint_rules.holders import holder_summary
 from lint_rules.project import ClassRef, ProjectIndex
+from lint_rules.values import DYNAMIC, MISSING, Unresolved
 from lint_rules.vocabulary import (
     ENTRY_METHOD_NAMES, FACTORY_SUFFIXES, FORWARD_NAMES, KEYED_CONTAINERS, MODULE_API, MODULE_METHODS, TORCH_NN_HEADS,
 )
@@ -41,6 +43,8 @@ Chain = list[str]
 
 #: Uses whose evidence needs no other class or method analysed (``_use_chain``'s cheap cases).
 _DIRECT = frozenset({SELF_CALL, SUB_CALL})
+#: Sources of an attribute that name what it is built from (``unknown_attr`` reads them).
+_NAMED_SOURCES = frozenset({SRC_CALL, SRC_PARAM, SRC_PARAM_CALL, SRC_ANNOTATION, SRC_ELEMENT, SRC_REF})
 
 
 @dataclass
@@ -59,6 +63,10 @@ class ClassAnalysis:
     _hit_active: bool = False
     _submodule: dict[str, bool] = field(default_factory=dict)
     _forward_calls: Optional[set[str]] = None
+    # What each method's verdict depended on that could not be read (``unknowns``)
+    _unknowns: dict[tuple[int, str, str], frozenset[Unresolved]] = field(default_factory=dict)
+    _unknown_attr: dict[str, Optional[Unresolved]] = field(default_factory=dict)
+    _family_sources: Optional[dict[str, list[tuple[ClassRef, Source]]]] = None
 
     def __post_init__(self) -> None:
         self.mro = self.index.mro(self.ref)
@@ -78,7 +86,43 @@ class ClassAnalysis:
         return None
 
     def sources(self, attr: str) -> list[tuple[ClassRef, Source]]:
-        return [(item, src) for item in self.mro for name, srcs in item.cls.attrs if name == attr for src in srcs]
+        """What is assigned to ``self.<attr>`` in the class, its bases and its subclasses anywhere in
+        the project: a base that uses ``self.backbone`` which only its subclasses assign (through a
+        factory in another file) holds whatever they assign."""
+        if self._family_sources is None:
+            family: dict[str, list[tuple[ClassRef, Source]]] = {}
+            for item in [*self.mro, *self.index.subclasses(self.ref)]:
+                for name, srcs in item.cls.attrs:
+                    family.setdefault(name, []).extend((item, src) for src in srcs)
+            self._family_sources = family
+        return self._family_sources.get(attr, [])
+
+    def unknown_attr(self, attr: str) -> Optional[Unresolved]:
+        """The name, among what ``self.<attr>`` is built from, that the analysis could not read
+        because its package is missing or it is bound at run time (``values``); None if none."""
+        if attr not in self._unknown_attr:
+            found = None
+            for item, src in self.sources(attr):
+                if src.ref and src.kind in _NAMED_SOURCES:
+                    why = self.index.unresolved(src.ref, item.file)
+                    if why is not None and why.reason in (MISSING, DYNAMIC):
+                        found = why
+                        break
+            self._unknown_attr[attr] = found
+        return self._unknown_attr[attr]
+
+    def _depends(self, attr: str, method: str = "") -> None:
+        """A "no" decided by an attribute that could not be read: the verdict depends on it (unless
+        the call is one of ``Module``'s own methods, which compute nothing on any module)."""
+        if attr and method not in MODULE_METHODS:
+            why = self.unknown_attr(attr)
+            if why is not None:
+                self.index.note(why)
+
+    def unknowns(self, name: str) -> frozenset[Unresolved]:
+        """What the verdict of method ``name`` (as ``chain`` found it) depended on and could not read."""
+        found = self.lookup(name)
+        return self._unknowns.get((found[0], found[1].name, found[1].kind), frozenset()) if found else frozenset()
 
     def calls_in_forward(self) -> set[str]:
         """Attribute names called by forward or by the helpers forward calls."""
@@ -112,9 +156,10 @@ class ClassAnalysis:
         if True not in verdicts and None in verdicts:
             verdicts = [self._source_verdict(item, src, load=True) for item, src in sources]
         # Guess only where no source was found not to be a module (``matcher = matcher or
-        # Matcher()``: the parameter is what the default says).
-        result = True in verdicts or (None in verdicts and False not in verdicts and (
-            self._used_as_module(attr) or attr in self.calls_in_forward()))
+        # Matcher()``: the parameter is what the default says), and none is a name that could not be
+        # read: that is not guessed, it is reported (FWD005).
+        result = True in verdicts or (None in verdicts and False not in verdicts and self.unknown_attr(attr) is None
+                                      and (self._used_as_module(attr) or attr in self.calls_in_forward()))
         self._submodule[attr] = result
         return result
 
@@ -177,6 +222,7 @@ class ClassAnalysis:
         is read in the function's file; a method's in its class's)."""
         key = (position, method.name, method.kind)
         if key in self._chains:
+            self.index.note(*self._unknowns.get(key, ()))
             return self._chains[key]
         if key in self._active:  # a cycle: recursion adds no evidence, but the caller's "no" is provisional
             self._hit_active = True
@@ -184,10 +230,14 @@ class ClassAnalysis:
         outermost = not self._active
         outer_hit, self._hit_active = self._hit_active, False
         self._active.add(key)
+        self.index.noting.append(set())
         try:
             result = self._evaluate(position, method, origin or self.mro[position].file)
         finally:
             self._active.discard(key)
+            noted = frozenset(self.index.noting.pop())
+        self._unknowns[key] = noted if result is None else frozenset()
+        self.index.note(*noted)
         provisional = self._hit_active and result is None
         self._hit_active = outer_hit or provisional
         if provisional:
@@ -243,9 +293,12 @@ class ClassAnalysis:
                     return [method.name, *inner]
             elif self.is_submodule(use.name):
                 return [method.name, evidence]
+            else:
+                self._depends(use.name)
         elif use.kind == SUB_CALL:
             if self.is_submodule(use.name):
                 return [method.name, evidence]
+            self._depends(use.name)
         elif use.kind == SUB_METHOD and self._submethod_computes(use.name, use.method):
             return [method.name, evidence]
         elif use.kind == ELEMENT_METHOD and self._path_method_computes(use.name, use.method):
@@ -279,19 +332,21 @@ class ClassAnalysis:
             return None
         found = (self._own(ref[5:]) if ref.startswith("self.") else self._own(ref[6:], position)
                  if ref.startswith("super.") else self.index.find_function(ref, origin))
-        summary = found[1].summary(slot) if found is not None else None
-        if found is None or summary is None:
+        where, summary = (found[0], found[1].summary(slot)) if found is not None else (origin, None)
+        if found is None and not ref.startswith(("self.", "super.")):  # a plain object that keeps it
+            where, summary = holder_summary(self.index, ref, origin, slot) or (origin, None)
+        if summary is None:
             return None
         if method is not None:  # a callback: called if the function calls that parameter
-            return self._chain(*method) if _runs_unknown(self.index, summary, found[0]) else None
+            return self._chain(*method) if _runs_unknown(self.index, summary, where) else None
         if not use.name:
-            return self._chain(position, _keyed(summary, found[0]), found[0])
+            return self._chain(position, _keyed(summary, where), where)
         targets = [t for t in self.submodule_classes(use.name) if t.key != self.ref.key]
         for target in targets:
-            inner = analysis_for(self.index, target)._chain(0, _keyed(summary, found[0]), found[0])
+            inner = analysis_for(self.index, target)._chain(0, _keyed(summary, where), where)
             if inner:
                 return inner
-        return None if targets else _runs_unknown(self.index, summary, found[0])
+        return None if targets else _runs_unknown(self.index, summary, where)
 
     def _own(self, name: str, after: int = -1) -> Optional[tuple[FileFacts, FunctionFacts]]:
         """The summary of ``self.<name>`` (``super().<name>`` past MRO position ``after``): a static
@@ -335,13 +390,28 @@ class ClassAnalysis:
         if method in contract.LIGHTNING_STEP_METHODS and self._holds_lightning_module(attr):
             return True  # whatever LightningModule it holds, its step runs the model
         if not self.is_submodule(attr):
-            return False
+            self._depends(attr, method)
+            return self._holder_runs(attr)
+        if self._is_keyed_container(attr) and method not in MODULE_METHODS:
+            return True  # self.mods.encoder(x): a ModuleDict's entry, called
         targets = [t for t in self.submodule_classes(attr) if t.key != self.ref.key]
         if not targets:
-            if self._is_keyed_container(attr) and method not in MODULE_METHODS:
-                return True  # self.mods.encoder(x): a ModuleDict's entry, called
-            return _unknown_entry(method)
-        return any(_method_computes(self.index, target, method) for target in targets)
+            return _unknown_computes(self.index, method)
+        if any(_method_computes(self.index, target, method) for target in targets):
+            return True
+        self._depends(attr, method)  # one of its classes could not be read
+        return False
+
+    def _holder_runs(self, attr: str) -> bool:
+        """``self.search = Beam(self)``, then ``self.search.run(x)``: a plain object built with self
+        or a submodule, which its methods run (``holders``)."""
+        for item, src in self.sources(attr):
+            for handed in src.param.split(",") if src.kind == SRC_CALL and src.param else ():
+                slot, _, piece = handed.partition(":")
+                use = Use(PASS_CALL, piece, 0, f"{src.ref.rpartition('.')[2]}(...)", f"{src.ref}#{slot}")
+                if self._passed_runs(0, use, item.file) is not None:
+                    return True
+        return False
 
     def _is_keyed_container(self, attr: str) -> bool:
         """A ``ModuleDict``/``Sequential``, whose entries are its attributes."""
@@ -354,7 +424,8 @@ class ClassAnalysis:
         (``model.quantizer``): follow the path through the classes of the attributes."""
         steps = path.replace("[]", ".[]").split(".")
         if not steps[0] or not self.is_submodule(steps[0]):
-            return not steps[0] and _unknown_entry(method)  # a child of self: its class is unknown
+            self._depends(steps[0], method)
+            return not steps[0] and _unknown_computes(self.index, method)  # a child of self: class unknown
         holders: list[tuple[ClassAnalysis, str, bool]] = [(self, steps[0], False)]  # (class, attr, element)
         for step in steps[1:]:
             if step == "[]":
@@ -366,12 +437,14 @@ class ClassAnalysis:
                     inner = analysis_for(self.index, target)
                     if inner.is_submodule(step):
                         nxt.append((inner, step, False))
+                    else:
+                        inner._depends(step, method)
             if not nxt:
-                return _unknown_entry(method)
+                return _unknown_computes(self.index, method)
             holders = nxt
         classes = [t for a, attr, element in holders for t in a.submodule_classes(attr, elements=element)]
         if not classes:
-            return _unknown_entry(method)
+            return _unknown_computes(self.index, method)
         return any(_method_computes(self.index, target, method) for target in classes)
 
     def _result_method_computes(self, getter: str, method: str) -> bool:
@@ -402,6 +475,33 @@ class ClassAnalysis:
                     if use.kind in (ATTR_CALL, SUPER_CALL) and use.name != method.name:
                         names.add(use.name)
         return names | set(self.quoted_methods())
+
+
+def _unknown_computes(index: ProjectIndex, method: str) -> bool:
+    """``method`` called on a module whose class no source names (a constructor argument, a
+    registry's build, the elements of ``nn.ModuleList(flows)``): computation if its name says so
+    (``_unknown_entry``), or if a module class of the project's own files defines a method of
+    that name which computes (class-hierarchy analysis: ``self.flows[i].inverse(z)`` where the
+    project's flows implement ``inverse`` with their networks). ``Module``'s own methods never."""
+    if _unknown_entry(method):
+        return True
+    if method in MODULE_METHODS or contract.is_dunder(method):
+        return False
+    known = index.computing_names.get(method)
+    if known is None:
+        # Judged with analyses of their own, where this question is answered by the name alone: so
+        # nothing decided while it is open (``inverse`` calling ``inverse`` on its elements) is kept.
+        saved, index.analyses = index.analyses, {}
+        index.computing_names[method] = False
+        try:
+            known = any(index.is_module_class(ref) and analysis_for(index, ref).chain(method) is not None
+                        for facts in list(index.files.values()) for cls in facts.classes
+                        if any(m.name == method and m.kind == "method" for m in cls.methods)
+                        for ref in [ClassRef(facts, cls)])
+        finally:
+            index.analyses = saved
+        index.computing_names[method] = known
+    return known
 
 
 def _unknown_entry(method: str) -> bool:

@@ -51,6 +51,9 @@ class Run:
     start: Optional[Path] = None
     # Told as files are read: (done, total, from the cache); the CLI draws a line on a terminal (``progress``).
     progress: Optional[Callable[[int, int, int], None]] = None
+    # Count the module classes of the checked files checked completely and left partly unchecked
+    # (``Result.coverage``; ``--statistics``).
+    coverage: bool = False
 
 
 @dataclass
@@ -63,6 +66,8 @@ class Result:
     resolved: tuple[str, ...] = ()  # files read only to resolve names
     installed_read: int = 0  # ... of them, installed packages of the environment
     reused: bool = False  # the findings of an identical earlier run (``results``): nothing was analysed
+    # (module classes checked completely, those whose verdicts depend on a name not read: FWD005)
+    coverage: Optional[tuple[int, int]] = None
 
     @property
     def resolved_read(self) -> int:
@@ -144,7 +149,8 @@ class Session:
         view = self.views.get(root)
         if view is None:
             view = self.views[root] = ProjectIndex(config=self.run.config, loader=self._load,
-                                                   env_roots=list(self.environment.roots))
+                                                   env_roots=list(self.environment.roots),
+                                                   environment=self.environment.name())
             for outcome in self.store.facts_many(self.view_paths(root, given), jobs=self.run.jobs,
                                                  progress=self.run.progress):
                 if isinstance(outcome, FileFacts):
@@ -225,9 +231,9 @@ def analyse(paths: Iterable[str], run: Run = Run(), reuse: bool = False) -> Resu
 
         lookup = Lookup(session, paths)
         stored = lookup.found()
-        if stored is not None:
+        if stored is not None and (stored.coverage is not None or not run.coverage):
             return Result(diagnostics=stored.diagnostics, errors=stored.errors, resolved=stored.resolved,
-                          installed_read=stored.installed, reused=True)
+                          installed_read=stored.installed, reused=True, coverage=stored.coverage)
         result = _analyse(session, paths)
         lookup.store(result)
         return result
@@ -257,9 +263,13 @@ def _analyse(session: Session, paths: list[str]) -> Result:
         for facts in group:
             try:
                 result.diagnostics.extend(session.check(view, facts))
+                if run.coverage:
+                    result.coverage = _add(result.coverage, _coverage(view, facts))
             except RecursionError:  # a chain of calls or bases deeper than the analysis follows
                 result.errors.append(FileError(facts.path, "too deeply nested to analyse "
                                                            f"(more than {sys.getrecursionlimit()} levels)"))
+    if run.coverage and result.coverage is None:
+        result.coverage = (0, 0)
     result.views = session.views
     result.errors.sort()
     result.files_read = len(session.store.read)
@@ -267,3 +277,16 @@ def _analyse(session: Session, paths: list[str]) -> Result:
     result.resolved = tuple(sorted(session.resolved))
     result.installed_read = len(session.installed)
     return result
+
+
+def _coverage(view: ProjectIndex, facts: FileFacts) -> tuple[int, int]:
+    """(module classes of ``facts`` checked completely, those left partly unchecked)."""
+    from lint_rules.project import ClassRef
+    from lint_rules.rules.fwd005_unresolved_name import partly_unchecked
+
+    verdicts = [partly_unchecked(view, ClassRef(facts, cls)) for cls in facts.classes]
+    return verdicts.count(False), verdicts.count(True)
+
+
+def _add(total: Optional[tuple[int, int]], more: tuple[int, int]) -> tuple[int, int]:
+    return (total[0] + more[0], total[1] + more[1]) if total is not None else more

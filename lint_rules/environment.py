@@ -69,6 +69,10 @@ class Environment:
     site_dirs: tuple[Path, ...] = field(default=())  # site-packages directories (before .pth files)
     warnings: tuple[str, ...] = field(default=())  # one line each, for stderr
 
+    def name(self) -> str:
+        """What a message calls it: ``venv .venv``, ``interpreter /usr/bin/python3``."""
+        return f"{self.kind} {shown(self.prefix) if self.prefix is not None else self.python}"
+
     def describe(self) -> str:
         """One line: ``fwdlint: environment: venv .venv (from $VIRTUAL_ENV), python 3.12, 1 site dir``."""
         where = shown(self.prefix) if self.prefix is not None else self.python
@@ -98,6 +102,19 @@ def distribution_version(roots: Sequence[Path], name: str) -> Optional[str]:
             if entry.endswith(".dist-info") and re.sub(r"[-_.]+", "_", stem).lower() == wanted and version:
                 return version
     return None
+
+
+def package_present(roots: list[str], top: str) -> bool:
+    """Is ``top`` a package or module in one of ``roots``? (A namespace
+    package has no ``__init__.py``; an extension module is a ``.so`` or ``.pyd``.)"""
+    for root in roots:
+        try:
+            if os.path.isdir(os.path.join(root, top)) or os.path.isfile(os.path.join(root, f"{top}.py")) or any(
+                    name.startswith(f"{top}.") and name.endswith((".so", ".pyd")) for name in os.listdir(root)):
+                return True
+        except OSError:
+            continue
+    return False
 
 
 def _count(number: int, noun: str) -> str:

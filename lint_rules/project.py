@@ -8,7 +8,6 @@ analysed packages, extracted once, never reported on).
 
 from __future__ import annotations
 
-import builtins
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -16,18 +15,20 @@ from typing import Callable, Optional
 
 from lint_rules import contract
 from lint_rules.facts.model import ClassFacts, FileFacts, FunctionFacts, MethodFacts
+from lint_rules.environment import package_present
 from lint_rules.layout import modules_in
 from lint_rules.settings import Config
-from lint_rules.vocabulary import KNOWN_MODULE_BASES, NOT_MODULE_TORCH_NN, TYPING_BASES
+from lint_rules.values import DYNAMIC, MISSING, UNREADABLE, Unresolved, is_root, never_module, spelled
+from lint_rules.vocabulary import TYPING_BASES
 
-_BUILTINS = frozenset(dir(builtins))
 #: Files one name may cause to be read through star imports (see ``_through_stars``).
 STAR_READS = 64
 #: Lookups one name may cost (modules with hundreds of star imports nest): past that, unresolved.
 SEARCH_STEPS = 2000
-#: Packages whose classes are known by name (``torch.nn.Linear`` is a module, ``torch.Tensor`` is
-#: not): their sources are never read to resolve names (torch alone is 300k lines of Python).
-_KNOWN_BY_NAME = ("torch.", "builtins.", "typing.", "abc.", "collections.", "numpy.")
+#: Packages whose classes are never modules and whose sources are never read: the standard library's
+#: (``values.never_module``) and numpy's (it does not depend on torch). torch itself is read like any
+#: installed package: a class is a module because its MRO reaches ``torch.nn.Module`` there.
+_KNOWN_BY_NAME = ("builtins.", "typing.", "abc.", "collections.", "numpy.")
 
 
 @dataclass(frozen=True)
@@ -59,16 +60,19 @@ class ProjectIndex:
     modules: dict[str, Optional[FileFacts]] = field(default_factory=dict)
     roots: list[Path] = field(default_factory=list)  # where the analysed files' top packages live
     env_roots: list[Path] = field(default_factory=list)  # the environment's package directories
+    environment: str = ""  # what messages call the environment read (``Environment.name``)
     marked_names: set[str] = field(default_factory=set)  # registrations whose model's class is unknown
     # name -> (file, class, bound): registrations whose model's class the file tells; ``bound`` if
     # the model is one the file set up (FWD002 then counts the mark for that set-up only)
     class_marks: dict[str, list[tuple[FileFacts, str, bool]]] = field(default_factory=dict)
     analyses: dict[tuple[str, str], object] = field(default_factory=dict)  # computation.ClassAnalysis
+    computing_names: dict[str, bool] = field(default_factory=dict)  # computation._unknown_computes
     _module_cache: dict[tuple[str, str], bool] = field(default_factory=dict)
     _mro_cache: dict[tuple[str, str], list[ClassRef]] = field(default_factory=dict)
     _subclasses: Optional[dict[str, list[ClassRef]]] = None  # last name of a base -> classes
     _siblings_read: set[str] = field(default_factory=set)
     _versions: dict[str, Optional[str]] = field(default_factory=dict)
+    _present: dict[str, bool] = field(default_factory=dict)  # top-level name -> installed (``package_present``)
     # What name resolution looked at on disk, in order (``results`` checks it before reusing a run):
     # ("file", path, module, is_package, found) for a candidate file, ("dir", directory, names) for a listing
     probed: list[tuple] = field(default_factory=list)
@@ -79,6 +83,13 @@ class ProjectIndex:
         default_factory=dict)
     _absolute: set[str] = field(default_factory=set)  # the files' absolute paths (``holds``)
     _callers: Optional[dict[str, set[str]]] = None  # method name -> functions that call it (``callers_of``)
+    # Names a verdict depended on that could not be read, one set per method being evaluated
+    # (``computation``; ``note`` adds to the innermost)
+    noting: list[set[Unresolved]] = field(default_factory=list)
+
+    def note(self, *unresolved: Unresolved) -> None:
+        if self.noting and unresolved:
+            self.noting[-1].update(unresolved)
 
     def add(self, facts: FileFacts, root: Optional[Path] = None) -> None:
         """Add an analysed file (its marks count project-wide)."""
@@ -100,7 +111,7 @@ class ProjectIndex:
         """A new view of the same project where ``replaced`` (path -> facts) stand for those files:
         what a fix pass is verified against. Nothing computed from the old facts is carried over."""
         view = ProjectIndex(config=self.config, loader=self.loader, roots=list(self.roots),
-                            env_roots=list(self.env_roots))
+                            env_roots=list(self.env_roots), environment=self.environment)
         stale = {self.files[path].module for path in replaced if path in self.files}
         view.modules = {name: facts for name, facts in self.modules.items()
                         if name not in stale and (facts is None or facts.path not in replaced)}
@@ -139,7 +150,7 @@ class ProjectIndex:
     def module(self, name: str) -> Optional[FileFacts]:
         if name in self.modules:
             return self.modules[name]
-        if f"{name}.".startswith(_KNOWN_BY_NAME):  # torch & co. are known by name, never read
+        if f"{name}.".startswith(_KNOWN_BY_NAME):  # the standard library and numpy: never read
             return None
         found: Optional[FileFacts] = None
         relative = Path(*name.split(".")) if name else None
@@ -275,17 +286,16 @@ class ProjectIndex:
     # -- module-ness -----------------------------------------------------------------------
     def is_module_ref(self, ref: str, origin: Optional[FileFacts] = None, load: bool = True,
                       depth: int = 0) -> Optional[bool]:
-        """True: an nn.Module class; False: known not to be one; None: cannot tell (or, with
-        ``load=False``, cannot tell without reading another file)."""
+        """True: an nn.Module class (its MRO, read from the sources, reaches ``torch.nn.Module``);
+        False: known not to be one; None: cannot tell (``unresolved`` says why), or, with
+        ``load=False``, cannot tell without reading another file."""
         if not ref:
             return None
-        head, _, last = ref.rpartition(".")
-        if head in ("torch.nn", "nn") or head.startswith("torch.nn.modules"):
-            return last[:1].isupper() and last not in NOT_MODULE_TORCH_NN
-        if ref.endswith(".nn.Module"):
+        ref = spelled(ref)
+        if is_root(ref) or any(self._configured(ref, b) for b in self.config.module_bases):
             return True
-        if last in KNOWN_MODULE_BASES or any(self._configured(ref, b) for b in self.config.module_bases):
-            return True
+        if never_module(ref):
+            return False
         found = self.find_class(ref, origin, load=load)
         if found is not None:
             return self.is_module_class(found)
@@ -293,10 +303,6 @@ class ProjectIndex:
         if function is not None:  # a factory: what it builds and returns
             built = [self.is_module_ref(b, function[0], load, depth + 1) for b in function[1].builds]
             return True if True in built else (False if built and all(v is False for v in built) else None)
-        if not load:
-            return None
-        if head.split(".", 1)[0] == "torch" or (not head and ref in _BUILTINS):
-            return False
         return None
 
     @staticmethod
@@ -310,17 +316,54 @@ class ProjectIndex:
             self._module_cache[key] = any(self.is_module_ref(b, ref.file) for b in ref.cls.bases)
         return self._module_cache[key]
 
+    def unresolved(self, ref: str, origin: Optional[FileFacts] = None) -> Optional[Unresolved]:
+        """Why ``is_module_ref`` cannot tell what ``ref`` is, if it is a name the analysis failed to
+        read: its package is missing from the environment, it is bound at run time, or the package
+        is there without it in its Python sources. None for what is known, or unknown by nature."""
+        ref = spelled(ref)
+        if not ref or self.is_module_ref(ref, origin) is not None:
+            return None
+        path = origin.path if origin is not None else ""
+        head = ref.split(".", 1)[0]
+        if "." not in ref:  # bound by running code at the top of the file; else a local: unknown by nature
+            found = origin is not None and ref in origin.run_time_names
+            return Unresolved(DYNAMIC, ref, origin.module, path) if found else None  # type: ignore[union-attr]
+        if origin is not None and head == origin.module.split(".", 1)[0]:
+            return Unresolved(UNREADABLE, ref, head, path)  # the file's own package: it is read
+        if not self.package_present(head):
+            return Unresolved(MISSING, ref, head, path)
+        return Unresolved(UNREADABLE, ref, head, path)
+
+    def package_present(self, top: str) -> bool:
+        """Is the top-level package or module ``top`` in the project or the environment?"""
+        if top not in self._present:
+            roots = [str(root) for root in dict.fromkeys([*self.roots, *self.env_roots])]
+            self._present[top] = package_present(roots, top)
+            self.probed.append(("present", top, roots, self._present[top]))
+        return self._present[top]
+
+    def unknown_base(self, ref: ClassRef) -> Optional[Unresolved]:
+        """For a class that is not known to be a module: the first base, through its MRO, that could
+        not be read (the class is a module if that base is one)."""
+        if self.is_module_class(ref):
+            return None
+        for item in self.mro(ref):
+            for base in item.cls.bases:
+                if base in TYPING_BASES or self.find_class(base, item.file) is not None:
+                    continue
+                why = self.unresolved(base, item.file)
+                if why is not None:
+                    return why
+        return None
+
     def is_lightning_class(self, ref: ClassRef) -> bool:
         return any(contract.is_lightning_module(f"{item.file.module}.{item.cls.qualname}")
                    or any(contract.is_lightning_module(base) for base in item.cls.bases)
                    for item in self.mro(ref))
 
     def mro(self, ref: ClassRef) -> list[ClassRef]:
-        """The class and its project bases, depth first, left to right, without repeats.
-
-        Known library bases (``PreTrainedModel``, ``ModelMixin``...) are taken from files already
-        read but never loaded for this: they are modules by name, and reading them (5,000 lines
-        for transformers' ``modeling_utils``) would cost more than the files being checked."""
+        """The class and its bases, read from the project and the environment (torch's too), depth
+        first, left to right, without repeats."""
         key = ref.key
         cached = self._mro_cache.get(key)
         if cached is not None:
@@ -329,7 +372,7 @@ class ProjectIndex:
         order = [ref]
         seen = {key}
         for base in ref.cls.bases:
-            found = self.find_class(base, ref.file, load=base.rpartition(".")[2] not in KNOWN_MODULE_BASES)
+            found = self.find_class(base, ref.file)
             if found is None:
                 continue
             for item in self.mro(found):
@@ -390,7 +433,7 @@ class ProjectIndex:
         a method it lacks may come from a base that could not be read."""
         for item in self.mro(ref):
             for base in item.cls.bases:
-                if base.split(".", 1)[0] == "torch" or base in _BUILTINS or base in TYPING_BASES:
+                if never_module(base) or base in TYPING_BASES or is_root(spelled(base)):
                     continue
                 if self.find_class(base, item.file, load=False) is None:
                     return False

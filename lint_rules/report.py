@@ -118,11 +118,15 @@ def github(result: Result) -> str:
     return "".join(lines)
 
 
-def statistics(diagnostics: Iterable[Diagnostic]) -> str:
+def statistics(diagnostics: Iterable[Diagnostic], coverage: Optional[tuple[int, int]] = None) -> str:
     """flake8's ``--statistics`` layout, one line per code: ``count code short-name`` (flake8 shows the
-    first message instead; ours name one method, so the rule's name is what describes the count)."""
+    first message instead; ours name one method, so the rule's name is what describes the count);
+    then, when counted, how many module classes were checked completely."""
     counts = collections.Counter(d.code for d in diagnostics)
-    return "".join(f"{counts[code]:<5} {code} {name_of(code)}\n" for code in sorted(counts))
+    lines = "".join(f"{counts[code]:<5} {code} {name_of(code)}\n" for code in sorted(counts))
+    if coverage is not None:
+        lines += f"module classes: {coverage[0]:,} checked completely, {coverage[1]:,} partly unchecked (FWD005)\n"
+    return lines
 
 
 def fix_json(run: "FixRun", diff: bool) -> str:

@@ -4,9 +4,10 @@ found last time, without decoding a fact or running a rule.
 A run's inputs are fwdlint's own code, the run's options, its environment and working directory,
 and the content key (``store``) of every checked file and of every file of the project views they
 are checked with. Name resolution reads files on demand, so a stored run also keeps what it looked
-at on disk (``ProjectIndex.probed``): each candidate file, found (by content key) or missing, and
-each directory listing of sibling modules. The run is reused only if every one of them is still as
-it was. Nothing is stored when a file changed while the run read it.
+at on disk (``ProjectIndex.probed``): each candidate file, found (by content key) or missing, each
+directory listing of sibling modules, and each package looked for, found or missing. The run is
+reused only if every one of them is still as it was. Nothing is stored when a file changed while
+the run read it.
 
 Stored in the facts database (``store``), a few versions per first checked path, as JSON.
 """
@@ -21,6 +22,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple, Optional, Union
 
+from lint_rules import environment
 from lint_rules.diagnostics import Diagnostic, FileError
 from lint_rules.layout import modules_in
 
@@ -47,6 +49,7 @@ class Stored(NamedTuple):
     errors: list[FileError]
     resolved: tuple[str, ...]  # files read to resolve names
     installed: int  # ... of them, installed
+    coverage: Optional[tuple[int, int]]  # ``Result.coverage``, if that run counted it
 
 
 class Lookup:
@@ -81,7 +84,7 @@ class Lookup:
                 return None
             return Stored([Diagnostic(*row) for row in stored["diagnostics"]],
                           [FileError(*row) for row in stored["errors"]], tuple(stored["resolved"]),
-                          stored["installed"])
+                          stored["installed"], tuple(stored["coverage"]) if stored.get("coverage") else None)
         except (ValueError, TypeError, KeyError):  # a value we cannot read: run again
             return None
 
@@ -96,7 +99,8 @@ class Lookup:
                  "diagnostics": [[d.path, d.line, d.col, d.code, d.message, d.symbol, d.help, d.severity]
                                  for d in result.diagnostics],
                  "errors": [[e.path, e.message] for e in result.errors],
-                 "resolved": list(result.resolved), "installed": result.installed_read}
+                 "resolved": list(result.resolved), "installed": result.installed_read,
+                 "coverage": list(result.coverage) if result.coverage is not None else None}
         cache.put(self.key, json.dumps(value), self.slot)
 
     @staticmethod
@@ -114,6 +118,9 @@ class Lookup:
                 return key is None
             (now,) = self.session.store.read_keys([path], locate=False, module=(module, bool(is_package)))
             return key == (now if isinstance(now, str) else "")
+        if probe[0] == "present":
+            _, top, roots, found = probe
+            return environment.package_present(roots, top) == found
         _, directory, names = probe
         return names == [path.name for path in modules_in(Path(directory))]
 

@@ -69,9 +69,6 @@ PAIR_METHODS = frozenset({"items", "named_children", "named_modules"})
 
 #: Prefixes of ``nn`` classes: ``torch.nn.ModuleDict`` resolved, or ``nn.ModuleDict`` unresolved.
 TORCH_NN_HEADS = ("torch", "nn")
-#: torch 2.13 ``torch.nn`` names that are tensors, not modules (``nn.Parameter``, ``nn.Buffer``,
-#: torch/nn/parameter.py), though they live in ``torch.nn``.
-NOT_MODULE_TORCH_NN = frozenset({"Parameter", "Buffer", "UninitializedParameter", "UninitializedBuffer"})
 
 # -- functions that run a module given to them ---------------------------------------------------
 
@@ -157,16 +154,9 @@ EMPTY_INIT = "_EmptyInit"
 
 # -- libraries' module base classes and model methods --------------------------------------------
 
-#: Library base classes that are ``nn.Module`` subclasses, matched by their last name so a project
-#: need not have the library's source installed: Lightning's ``LightningModule``, transformers'
-#: ``PreTrainedModel`` and ``PreTrainedAudioTokenizerBase``, diffusers' ``ModelMixin``,
-#: ``TimmModule``, TransformerLens' ``HookedRootModule``. Extended by the ``module-bases`` option.
-KNOWN_MODULE_BASES = frozenset({
-    "LightningModule", "PreTrainedModel", "ModelMixin", "PreTrainedAudioTokenizerBase",
-    "TimmModule", "HookedRootModule",
-})
-#: The last resort, used only when the class of a submodule cannot be found (not in the project,
-#: not installed, built by a registry or a config file): its methods of these names are taken
+#: The last resort, used only when a submodule's class is unknown by nature (an unannotated
+#: constructor argument, a registry's build; a class that could not be read is FWD005's) and no
+#: module class of the project defines the method: its methods of these names are taken
 #: as computation (``self.model.generate(...)`` on a model a LightningModule is given), as is
 #: any method whose name starts with ``forward`` (``forward_features``, ``forward_encoder``).
 #: A submodule whose class is found is judged by what its methods do, never by this list.

@@ -6,6 +6,7 @@ rules' own INVALID examples."""
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import re
 import shutil
@@ -137,13 +138,24 @@ def site_packages(python: Path) -> Path:
                                capture_output=True, text=True, check=True).stdout.strip())
 
 
-def python_with_package(root: Path, files: dict[str, str]) -> Path:
+def python_with_package(root: Path, files: dict[str, str], torch: bool = True) -> Path:
     """A virtual environment (no pip) under ``root`` whose site-packages hold ``files`` (relative
-    path -> text): a package fwdlint's own environment does not have. Returns its interpreter."""
+    path -> text): a package fwdlint's own environment does not have. Returns its interpreter.
+    ``torch``: the test environment's torch is installed there too (a ``.pth`` line naming its
+    directory), as it is where users run their models; without it, fwdlint reads no torch name."""
     venv.create(root / "venv", with_pip=False)
     python = root / "venv" / "bin" / "python"
     site = site_packages(python)
     for name, text in files.items():
         (site / name).parent.mkdir(parents=True, exist_ok=True)
         (site / name).write_text(text)
+    if torch:
+        (site / "torch-from-tests.pth").write_text(f"{torch_site()}\n")
     return python
+
+
+def torch_site() -> Path:
+    """The site-packages directory that holds the test environment's torch (found, not imported)."""
+    spec = importlib.util.find_spec("torch")
+    assert spec is not None and spec.submodule_search_locations, "the tests need torch installed"
+    return Path(list(spec.submodule_search_locations)[0]).parent

@@ -191,7 +191,7 @@ def test_paths_in_a_config_file_are_relative_to_it(project: Path, lint: Lint) ->
     assert str(project / "venv-here" / "bin" / "python") in err and err.count("\n") == 1
 
 
-CODES = "(codes: FWD001, FWD002, FWD003, FWD004, FWD101, FWD201, FWD301)"
+CODES = "(codes: FWD001, FWD002, FWD003, FWD004, FWD005, FWD101, FWD201, FWD301)"
 
 
 def test_known_codes_and_prefixes(project: Path, lint: Lint) -> None:

@@ -260,10 +260,12 @@ def test_statistics(project: Path) -> None:
     (project / "mark.py").write_text(BAD_MARK)
     proc = run_cli(project, "--statistics", ".")
     assert proc.returncode == 1
-    assert proc.stdout.splitlines()[-2:] == ["3     FWD001 unmarked-forward-entry", "1     FWD003 invalid-mark"]
+    assert proc.stdout.splitlines()[-3:] == ["3     FWD001 unmarked-forward-entry", "1     FWD003 invalid-mark",
+                                             "module classes: 3 checked completely, 0 partly unchecked (FWD005)"]
     as_json = run_cli(project, "--statistics", "--format", "json", ".")
     assert len(json.loads(as_json.stdout)["diagnostics"]) == 4  # the document stays one JSON value
-    assert as_json.stderr == "3     FWD001 unmarked-forward-entry\n1     FWD003 invalid-mark\n"
+    assert as_json.stderr == ("3     FWD001 unmarked-forward-entry\n1     FWD003 invalid-mark\n"
+                              "module classes: 3 checked completely, 0 partly unchecked (FWD005)\n")
 
 
 def test_exit_zero(project: Path) -> None:
@@ -277,7 +279,7 @@ def test_exit_zero(project: Path) -> None:
 
 @pytest.fixture(scope="module")
 def other_python(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """An environment with an installed base class, so fwdlint prints its 'read N installed files' note."""
+    """An environment with an installed base class, so fwdlint -v prints its 'read N installed files' note."""
     return python_with_package(tmp_path_factory.mktemp("env"), {
         "extpkg/__init__.py": "",
         "extpkg/base.py": "import torch.nn as nn\n\n\nclass Base(nn.Module):\n    def __init__(self):\n"
@@ -288,8 +290,8 @@ def test_quiet_prints_findings_and_errors_only(project: Path, other_python: Path
     (project / "user.py").write_text("from extpkg.base import Base\n\n\nclass Model(Base):\n"
                                      "    def run(self, x):\n        return self.enc(x)\n")
     (project / "broken.py").write_text("def (:\n")
-    loud = run_cli(project, "--python", str(other_python), "user.py", "broken.py")
-    assert "fwdlint: read 1 installed file(s) of" in loud.stderr
+    loud = run_cli(project, "--python", str(other_python), "-v", "user.py", "broken.py")
+    assert "installed file(s) of" in loud.stderr and "fwdlint: read " in loud.stderr
     quiet = run_cli(project, "--python", str(other_python), "-q", "user.py", "broken.py")
     assert (quiet.returncode, quiet.stdout) == (loud.returncode, loud.stdout) == (2, loud.stdout)
     assert "user.py:5:9: FWD001 Model.run" in quiet.stdout
@@ -431,7 +433,7 @@ def test_fwd201_says_what_the_installed_torch_does(tmp_path: Path, torch_dist: s
     args: tuple[str, ...] = ()
     if torch_dist is not None:
         files = {f"{torch_dist}/METADATA": "Metadata-Version: 2.1\nName: torch\n"} if torch_dist else {}
-        args = ("--python", str(python_with_package(tmp_path / "env", {"placeholder.py": "", **files})))
+        args = ("--python", str(python_with_package(tmp_path / "env", {"placeholder.py": "", **files}, torch=False)))
     code, payload = cli_json(tmp_path, *args, "train.py")
     [finding] = payload["diagnostics"]
     assert (code, finding["code"], finding["severity"]) == (1, "FWD201", severity)

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from fixture_cases import site_packages
+from fixture_cases import site_packages, torch_site
 
 from lint_rules import results
 from lint_rules.engine import Run, Session, _analyse
@@ -127,14 +127,15 @@ def test_a_new_file_of_the_project_is_seen(project: Path) -> None:
 def venv(tmp_path: Path) -> Path:
     env = tmp_path / "env"
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(env)], check=True, timeout=120)
+    (site_packages(env / "bin" / "python") / "torch-from-tests.pth").write_text(f"{torch_site()}\n")
     return env
 
 
 def test_a_package_installed_or_edited_since_is_read(project: Path, venv: Path) -> None:
     (project / "head.py").write_text(HEAD)
     args = ("--python", str(venv), "head.py")
-    assert fresh(project, *args).code == 0  # extlib is not installed: Head's base is unknown
-    assert reused(project, *args).code == 0
+    assert "FWD005 package 'extlib' is not installed" in fresh(project, *args).out  # Head's base is unknown
+    assert reused(project, *args).code == 1
     package = site_packages(venv / "bin" / "python") / "extlib"
     package.mkdir()
     (package / "__init__.py").write_text("import torch.nn as nn\n\n\nclass Base(nn.Module):\n    pass\n")
@@ -143,7 +144,7 @@ def test_a_package_installed_or_edited_since_is_read(project: Path, venv: Path) 
     (package / "__init__.py").write_text("class Base:\n    pass\n")
     assert fresh(project, *args).code == 0  # the installed file it read
     shutil.rmtree(package)
-    assert fresh(project, *args).code == 0
+    assert "FWD005" in fresh(project, *args).out  # the package looked for and now missing
 
 
 def test_other_options_and_configuration_are_another_run(project: Path) -> None:

@@ -57,7 +57,7 @@ def test_module_method_lists_name_module_methods() -> None:
         assert callable(getattr(nn.Module, name, None)), name
     for name in vocabulary.MODULE_METHODS:
         assert any(callable(getattr(c, name, None)) for c in (nn.Module, nn.ModuleDict, nn.ModuleList)), name
-    for name in vocabulary.MODULE_CONTAINERS | vocabulary.NOT_MODULE_TORCH_NN:
+    for name in vocabulary.MODULE_CONTAINERS:
         assert hasattr(nn, name), name
     for name in contract.FORWARD_NAMES | contract.CALL_IMPL:
         assert callable(getattr(nn.Module, name, None)), name

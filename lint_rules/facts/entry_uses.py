@@ -24,7 +24,7 @@ from lint_rules.facts.model_flow import ModelFlow
 from lint_rules.facts.names import Names
 from lint_rules.facts.traversal import Collector, FileWalk, Scope
 from lint_rules.facts.walk import (
-    FUNCTIONS, LEAVES, Param, call_args, child_nodes, dotted_name, is_constant, is_super_call, is_type_of, params,
+    FUNCTIONS, LEAVES, Arg, Param, arg_slots, call_args, child_nodes, dotted_name, is_constant, is_super_call, is_type_of, params,
     positional_params, render_chain, split_chain, string_value,
 )
 from lint_rules.vocabulary import (
@@ -235,6 +235,15 @@ class MethodScan:
                 called = ref.replace("super.", "super().", 1) if ref.startswith("super.") else dotted_name(func)
                 text = f"{called}({slot + '=' if arg.keyword is not None else ''}{shown}, ...)"
                 self.add(call, Use(PASS_CALL, piece, 0, text, f"{ref}#{slot}"))
+
+    def handed(self, args: Sequence[Arg]) -> str:
+        """Self or submodules among a call's arguments, as ``Source.param`` keeps them ("0:,model:enc")."""
+        pieces = []
+        for slot, arg in arg_slots(args):
+            piece = self.piece_of_self(arg.value)
+            if piece is not None:
+                pieces.append(f"{slot}:{piece}")
+        return ",".join(pieces)
 
     def callee_ref(self, func: ast.expr) -> Optional[str]:
         """The function a call calls, resolved through imports; None for methods of self,
@@ -458,7 +467,7 @@ class MethodScan:
             if dotted.split(".", 1)[0] == self.self_name:
                 return [Source(SRC_RESULT, dotted.split(".")[1])] if dotted.count(".") == 1 else [Source(SRC_UNKNOWN)]
             ref = self.names.resolve(dotted)
-            found = [Source(SRC_CALL, ref)]
+            found = [Source(SRC_CALL, ref, self.handed(args))]
             if ref.rpartition(".")[2] in MODULE_CONTAINERS:
                 found.extend(Source(SRC_ELEMENT, element) for element in self.built_in([a.value for a in args]))
             return found

@@ -54,7 +54,9 @@ def extract(source: str, path: str, module: str = "", is_package: bool = False, 
     fields = walk.run(tree)
     fields.setdefault("classes", ())
     fields.setdefault("marks", ())
-    return FileFacts(path=path, module=module, imports=walk.names.as_facts(), noqa=noqa_lines(source),
+    return FileFacts(path=path, module=module, imports=walk.names.as_facts(), import_lines=walk.names.lines_as_facts(),
+                     run_time_names=tuple(dict.fromkeys(walk.names.run_time)),
+                     noqa=noqa_lines(source),
                      quoted=_quoted_private(source), **fields)
 
 

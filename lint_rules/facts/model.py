@@ -61,7 +61,9 @@ class Use:
 class Source:
     kind: str
     ref: str = ""
-    param: str = ""  # SRC_PARAM: the parameter's name
+    # SRC_PARAM: the parameter's name; SRC_CALL: self or submodules handed to the call, "slot:attr"
+    # comma-separated ("0:" for ``Beam(self)``, "model:enc" for ``Beam(model=self.enc)``)
+    param: str = ""
 
 
 @dataclass(frozen=True)
@@ -242,6 +244,10 @@ class FileFacts:
     handovers: tuple[Handover, ...] = field(default=())
     # False when the text prefilter skipped the parse: no classes, no marks, imports unknown.
     parsed: bool = True
+    # Local name (``*module`` for a star import) -> line of its first import (FWD005 reports there).
+    import_lines: tuple[tuple[str, int], ...] = field(default=())
+    # Module-level names bound to what a call or a lookup returns (``X, ok = optional_import(...)``).
+    run_time_names: tuple[str, ...] = field(default=())
 
     def function_named(self, name: str) -> FunctionFacts | None:
         for function in self.functions:

@@ -26,6 +26,8 @@ class Names:
         self.imports: dict[str, str] = {}  # local name -> dotted target ("pkg.mod.Name")
         self.stars: list[str] = []  # modules imported with `from M import *`
         self.top_classes: set[str] = set()  # classes defined at the top of the file
+        self.lines: dict[str, int] = {}  # local name (``*module`` for a star) -> line of its first import
+        self.run_time: list[str] = []  # module-level names bound to what a call or lookup returns
 
     def resolve(self, dotted: str) -> str:
         head, _, rest = dotted.partition(".")
@@ -80,20 +82,38 @@ class Names:
             for alias in node.names:
                 if alias.asname is not None:
                     self.imports[alias.asname] = alias.name
+                    self.lines.setdefault(alias.asname, node.lineno)
                 else:
                     head = alias.name.split(".", 1)[0]
                     self.imports.setdefault(head, head)
+                    self.lines.setdefault(head, node.lineno)
             return
         base = self.absolute(node.module, node.level)
         if node.names[0].name == "*":
             self.stars.append(base)
+            self.lines.setdefault(f"*{base}", node.lineno)
             return
         for alias in node.names:
             self.imports[alias.asname or alias.name] = f"{base}.{alias.name}" if base else alias.name
+            self.lines.setdefault(alias.asname or alias.name, node.lineno)
 
-    def on_alias(self, small: ast.Assign) -> None:
+    def on_alias(self, small: ast.Assign, top: bool = False) -> None:
         """``_static = staticmethod`` in a module or class body: ``@_static`` then means
-        ``staticmethod`` (a method under it is no instance method, and must not be marked)."""
+        ``staticmethod`` (a method under it is no instance method, and must not be marked).
+        ``top``: at module level, where a name bound to what a call or a lookup returns
+        (``X, ok = optional_import(...)``, ``X = MAPPING[k]``) is bound at run time."""
+        value = small.value
+        if type(value) is ast.Call and value.args and len(small.targets) == 1 and type(small.targets[0]) is ast.Name \
+                and self.resolve(dotted_name(value.func) or "") == "functools.partial":
+            first = dotted_name(value.args[0])  # `LinearNoBias = partial(nn.Linear, bias=False)`: builds that class
+            if first is not None:
+                self.imports.setdefault(small.targets[0].id, self.resolve(first))
+                return
+        if top and type(value) in (ast.Call, ast.Subscript):
+            for target in small.targets:
+                for name in (target.elts if type(target) is ast.Tuple else (target,)):
+                    if type(name) is ast.Name and name.id not in self.imports:
+                        self.run_time.append(name.id)
         if len(small.targets) != 1 or type(small.targets[0]) is not ast.Name:
             return
         dotted = dotted_name(small.value)
@@ -111,3 +131,6 @@ class Names:
 
     def as_facts(self) -> tuple[tuple[str, str], ...]:
         return tuple(self.imports.items()) + tuple(("*", star) for star in self.stars)
+
+    def lines_as_facts(self) -> tuple[tuple[str, int], ...]:
+        return tuple(self.lines.items())

@@ -204,7 +204,7 @@ class FileWalk:
         if kind is ast.Import or kind is ast.ImportFrom:
             self.names.on_import(small)
         elif kind is ast.Assign and scope.kind != "function":
-            self.names.on_alias(small)
+            self.names.on_alias(small, top=scope.kind == "module")
         if scope.expressions:
             self.expressions([small], scope)
         else:

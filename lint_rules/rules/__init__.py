@@ -18,6 +18,7 @@ RULE_MODULES: dict[str, str] = {
     "fwd002_unmarked_call": "unmarked-call-on-wrapped-model",
     "fwd003_invalid_mark": "invalid-mark",
     "fwd004_observed_entry": "observed-unmarked-entry",
+    "fwd005_unresolved_name": "unresolved-name",
     "fwd101_meta_device_submodule": "meta-device-submodule",
     "fwd201_compiled_call_in_init_context": "compiled-call-in-init-context",
     "fwd301_instance_forward_patch": "instance-forward-patch",
