@@ -192,3 +192,50 @@ def test_a_configuration_the_cli_refuses_flake8_refuses(tmp_path: Path, config: 
     flake8 = run_flake8(project, "--select", "FWD", *args, "mypkg")
     assert flake8.returncode == 2 and flake8.stdout == ""
     assert len(flake8.stderr.splitlines()) == 1 and message in flake8.stderr, flake8.stderr
+
+
+def _with_environments(root: Path) -> Path:
+    """A project with a .venv (pyvenv.cfg), a conda prefix (conda-meta/) and an excluded .tox, each
+    holding a module FWD001 reports, so a run that checks them shows it."""
+    (root / "src").mkdir()
+    (root / "src" / "m.py").write_text(SOURCE)
+    (root / "pyproject.toml").write_text("")
+    for env, marker in ((".venv", "pyvenv.cfg"), ("envs/base", "conda-meta/"), (".tox/py311", "pyvenv.cfg")):
+        site = root / env / "lib" / "python3.11" / "site-packages" / "pkg"
+        site.mkdir(parents=True)
+        (site / "mod.py").write_text(SOURCE)
+        (site / "other.py").write_text(SOURCE)
+        (root / env / marker).mkdir() if marker.endswith("/") else (root / env / marker).write_text("home = /usr\n")
+    return root
+
+
+@pytest.mark.parametrize("jobs", ["1", "2"])
+def test_flake8_says_once_that_it_will_check_virtual_environments(tmp_path: Path, jobs: str) -> None:
+    """flake8's default exclude does not skip .venv (fwdlint's does): the plugin cannot change flake8's
+    discovery, so it says so once a run (not once per -j worker), before checking, with the exclude to add."""
+    root = _with_environments(tmp_path)
+    proc = run_flake8(root, "--select", "FWD", "-j", jobs, ".")
+    checked = {path for path, *_ in flake8_rows(proc)}
+    assert ".venv/lib/python3.11/site-packages/pkg/mod.py" in checked  # flake8 walks into them
+    assert proc.stderr.count("fwdlint: warning:") == 1, proc.stderr
+    assert proc.stderr.startswith("fwdlint: warning: flake8 will check the installed packages in .venv, envs/base ")
+    assert "--extend-exclude=.venv,base," in proc.stderr and "extend-exclude = .venv,base under [flake8]" in proc.stderr
+    # the exclude it names leaves them out, and then it says nothing; so does a run without FWD
+    proc = run_flake8(root, "--select", "FWD", "-j", jobs, "--extend-exclude=.venv,base", ".")
+    assert {path for path, *_ in flake8_rows(proc)} == {"src/m.py"} and proc.stderr == ""
+    (root / "setup.cfg").write_text("[flake8]\nextend-exclude = .venv,base\n")
+    proc = run_flake8(root, "--select", "FWD", "-j", jobs, ".")
+    assert {path for path, *_ in flake8_rows(proc)} == {"src/m.py"} and proc.stderr == ""
+    assert run_flake8(root, "--select", "E", "-j", jobs, ".").stderr == ""
+
+
+def test_flake8_says_so_for_a_file_given_inside_a_virtual_environment(tmp_path: Path) -> None:
+    """A file named on the command line (pre-commit names staged files) inside a .venv: flake8 matches
+    it by its name or its whole path, so the exclude named is the environment's path."""
+    root = _with_environments(tmp_path)
+    given = ".venv/lib/python3.11/site-packages/pkg/mod.py"
+    proc = run_flake8(root, "--select", "FWD", given, "src/m.py")
+    assert proc.stderr.count("fwdlint: warning:") == 1 and "in .venv (" in proc.stderr, proc.stderr
+    assert "--extend-exclude=.venv/*," in proc.stderr
+    proc = run_flake8(root, "--select", "FWD", "--extend-exclude=.venv/*", given, "src/m.py")
+    assert {path for path, *_ in flake8_rows(proc)} == {"src/m.py"} and proc.stderr == ""
