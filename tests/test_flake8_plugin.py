@@ -76,6 +76,29 @@ def test_flake8_unknown_fwd_code_is_an_error(tmp_path: Path, args: tuple[str, ..
     assert "no rule code starts with" in proc.stderr and "Traceback" not in proc.stderr
 
 
+@pytest.mark.parametrize("args", [
+    ("--select", "FDW001"), ("--extend-select", "FDW"), ("--select", "E,FD001"), ("--extend-ignore", "FWD0O1"),
+    ("--ignore", "WFD001"), ("--per-file-ignores", "m.py:FDW001"),
+])
+def test_flake8_a_slip_in_a_code_says_which_was_meant(tmp_path: Path, args: tuple[str, ...]) -> None:
+    """``--select FDW001`` (a transposed prefix): flake8 would take it and select nothing. Letters a
+    slip away from FWD that no installed plugin owns are fwdlint's to judge, and the error names the code."""
+    (tmp_path / "m.py").write_text(SOURCE)
+    proc = run_flake8(tmp_path, *args, "m.py")
+    assert (proc.returncode, proc.stdout) == (2, "")
+    meant = "'FWD'" if args[1] == "FDW" else "'FWD001'"
+    assert proc.stderr.startswith(f"fwdlint: error: flake8 {args[0]} ") and proc.stderr.count("\n") == 1
+    assert f"; did you mean {meant}? (codes: FWD001" in proc.stderr, proc.stderr
+
+
+def test_flake8_codes_of_other_plugins_near_fwd_are_left_alone(tmp_path: Path) -> None:
+    """Codes of plugins not installed here (pydocstyle's D100, flake8-boolean-trap's FBT001) and of an
+    installed one (pyflakes' F401, whose letter is a slip away from FWD) stay flake8's."""
+    (tmp_path / "m.py").write_text(SOURCE)
+    proc = run_flake8(tmp_path, "--select", "FWD,F401", "--extend-ignore", "D100,FBT001,FS003", "m.py")
+    assert [row[3] for row in flake8_rows(proc)] == ["FWD001"] and proc.stderr == "", proc.stderr
+
+
 def test_flake8_other_plugins_codes_and_fwd000_are_flake8s(tmp_path: Path) -> None:
     (tmp_path / "m.py").write_text(SOURCE)
     proc = run_flake8(tmp_path, "--select", "FWD,E501", "--extend-ignore", "FWD000,X100", "m.py")
