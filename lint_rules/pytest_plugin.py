@@ -37,7 +37,7 @@ from typing import Any, Optional
 
 import pytest
 
-from lint_rules.contract import entry_of_message
+from lint_rules.contract import counted, entry_of_message
 
 MODES = ("error", "warn")  # --fwd-guard=MODE; a bare --fwd-guard is error
 _PROPERTY = "fwd_unmarked_entry"  # user_properties key: "Class.method"
@@ -166,8 +166,9 @@ class Guard:
             if not entry.marked:
                 hits.setdefault(f"{entry.cls.rpartition('.')[2]}.{entry.method}", entry.test)
         unmarked = sum(not e.marked for e in entries)
-        return (f"fwdlint: recorded {len(entries)} forward entries ({unmarked} unmarked, {len(entries) - unmarked} "
-                f"marked) in {self.record}; report them with: fwdlint --from-record {self.record}")
+        recorded = counted(len(entries), "forward entry", "forward entries")
+        return (f"fwdlint: recorded {recorded} ({unmarked} unmarked, {len(entries) - unmarked} marked) in "
+                f"{self.record}; report them with: fwdlint --from-record {self.record}")
 
     def pytest_unconfigure(self, config: pytest.Config) -> None:
         from runtime_shim import spawned, uninstall
