@@ -69,6 +69,12 @@ def is_dunder(name: str) -> bool:
     return len(name) > 4 and name.startswith("__") and name.endswith("__")
 
 
+def counted(number: int, noun: str, plural: str = "") -> str:
+    """``1 forward entry``, ``2 forward entries``, ``1,024 files``: every message that prints a number
+    with a noun, linter's and shim's (``plural`` where adding an s is wrong)."""
+    return f"{number:,} {noun if number == 1 else plural or noun + 's'}"
+
+
 def format_chain(chain: Iterable[str]) -> str:
     """``["generate", "_sample", "self(...) at line 88"]`` -> ``generate -> _sample -> self(...) at line 88``."""
     return " -> ".join(chain)

@@ -43,6 +43,7 @@ from typing import TYPE_CHECKING, Mapping, Optional, Sequence
 if TYPE_CHECKING:  # imported where an interpreter is found or asked: a run that names none never does
     import subprocess
 
+from lint_rules.contract import counted
 from lint_rules.discover import shorter_path as shown
 
 _QUERY = ("import json, sys, sysconfig; paths = sysconfig.get_paths(); "
@@ -80,11 +81,11 @@ class Environment:
         if self.version is not None:
             parts.append(f"python {self.version[0]}.{self.version[1]}")
         if self.prefix is None:  # an interpreter's import path
-            parts.append(_count(len(self.roots), "import root"))
+            parts.append(counted(len(self.roots), "import root"))
         else:
             extra = len(self.roots) - len(self.site_dirs)
             more = f" (+{extra} from .pth files)" if extra > 0 else ""
-            parts.append(_count(len(self.site_dirs), "site dir") + more)
+            parts.append(counted(len(self.site_dirs), "site dir") + more)
         return "fwdlint: environment: " + ", ".join(parts)
 
 
@@ -115,10 +116,6 @@ def package_present(roots: list[str], top: str) -> bool:
         except OSError:
             continue
     return False
-
-
-def _count(number: int, noun: str) -> str:
-    return f"{number} {noun}{'' if number == 1 else 's'}"
 
 
 def find(python: Optional[str] = None, *, source: str = "--python", may_run: bool = True,

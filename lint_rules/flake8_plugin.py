@@ -14,6 +14,10 @@ Each file is checked with its project's view (``layout``): every Python file und
 root (flake8's ``--exclude`` respected), read through the facts store and its cache. So
 ``flake8 model.py`` and pre-commit given only staged files reach the verdict ``fwdlint .`` does.
 The view is built once per flake8 process.
+
+flake8's default exclude leaves ``.venv`` in; fwdlint's own discovery skips it. The plugin cannot
+change what flake8 walks, so it says once, on stderr, when flake8 is about to check a virtual
+environment, with the exclude to add (``_warn_of_environments``).
 """
 
 from __future__ import annotations
@@ -24,7 +28,7 @@ import os
 import re
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar, Iterator, Optional
+from typing import TYPE_CHECKING, Any, ClassVar, Iterator, Optional, Sequence
 
 from lint_rules import __version__, contract
 from lint_rules.rules import CODES
@@ -175,6 +179,7 @@ class Plugin:
             cls.run_options = None
             return
         _select_unparsable(options)
+        _warn_of_environments(options)
         from lint_rules.engine import Run
         from lint_rules.settings import Config
 
@@ -269,32 +274,138 @@ def _close_at_exit() -> None:
 
 
 def _fwd_entries(options: argparse.Namespace) -> Iterator[tuple[str, str]]:
-    """(option, entry) for every code in flake8's selection options that is fwdlint's to judge:
-    it starts with ``FW`` in any case (as the gate in ``parse_options`` reads it); other codes
-    belong to other plugins, and flake8 owns them."""
+    """(option, entry) for every code in flake8's selection options that may be fwdlint's to judge:
+    it starts with ``FW`` in any case (as the gate in ``parse_options`` reads it), or with letters a
+    slip away from ``FWD`` (``_meant_for_fwdlint``); other codes belong to other plugins, and flake8
+    owns them."""
     for name in ("select", "extend_select", "ignore", "extend_ignore"):
         for entry in getattr(options, name, None) or ():
             yield f"--{name.replace('_', '-')}", entry
     per_file = getattr(options, "per_file_ignores", "") or ""
-    if "FW" in per_file.upper():
+    if "FW" in per_file.upper() or any(map(_meant_for_fwdlint, re.findall(r"[A-Za-z]+[0-9]*", per_file))):
         from flake8.utils import parse_files_to_codes_mapping  # flake8's own reading of its option
 
         for _, codes in parse_files_to_codes_mapping(per_file):
             yield from (("--per-file-ignores", code) for code in codes)
 
 
+def _meant_for_fwdlint(entry: str) -> bool:
+    """A code whose letters are a slip away from ``FWD`` (``FDW001``, ``FD001``, ``DWF``, ``fdw``: two of
+    its letters in order, 2 to 4 letters) and that no installed flake8 plugin owns (the letters of
+    each ``flake8.extension`` entry point's name: ``E``, ``F``, ``C``, ``B``, ...; local plugins are not
+    seen), when fwdlint knows the code meant (``settings.close_codes``). flake8 itself accepts any
+    code, so ``--select FDW001`` would select nothing and pass forever."""
+    import difflib
+
+    letters = re.match(r"[A-Za-z]*", entry)[0].upper()  # type: ignore[index]
+    if letters.startswith("FW") or not 2 <= len(letters) <= 4 or difflib.SequenceMatcher(
+            None, letters, "FWD").ratio() < 0.6:
+        return False
+    from lint_rules.settings import close_codes
+
+    if not close_codes(entry):
+        return False
+    from importlib.metadata import entry_points
+
+    owned = {re.match(r"[A-Z]*", ep.name)[0] for ep in entry_points(group="flake8.extension")}  # type: ignore[index]
+    return letters not in owned
+
+
 def _refuse_unknown_codes(options: argparse.Namespace) -> None:
     """``flake8 --select FWD01`` (or ``fwd001``, ``FWD999``) would select no FWD rule and pass
-    forever: one error line and exit status 2, as flake8's own usage errors."""
+    forever: one error line and exit status 2, as flake8's own usage errors. So would a slip in the
+    prefix (``FDW001``, ``FD001``) that no installed plugin owns (``_meant_for_fwdlint``); the error
+    says which code was meant."""
     for option, entry in _fwd_entries(options):
-        if not entry.upper().startswith("FW") or entry == "FWD000":  # FWD000: the plugin's "cannot check"
-            continue
+        if entry == "FWD000" or not (entry.upper().startswith("FW") or _meant_for_fwdlint(entry)):
+            continue  # FWD000: the plugin's "cannot check"
         from lint_rules.settings import code_problem
 
         problem = code_problem(entry)
         if problem:
             sys.stderr.write(f"fwdlint: error: flake8 {option} {entry}: {problem}\n")
             raise SystemExit(2)
+
+
+#: Directories listed at most, breadth first, looking for environments below the paths flake8 was
+#: given (``_environments``): a few milliseconds; a project's ``.venv`` is at its top.
+ENVIRONMENT_SEARCH = 2000
+
+
+def _environments(paths: Sequence[str], exclude: Sequence[str]) -> dict[str, str]:
+    """The virtual environments (``pyvenv.cfg``), conda prefixes (``conda-meta/``) and ``site-packages``
+    directories flake8 is about to walk into, each with the ``exclude`` pattern that leaves it out: one
+    below a given directory that flake8's ``exclude``/``extend-exclude`` (and its defaults) leave in,
+    found as flake8's discovery walks (symlinked directories not followed; the first
+    ``ENVIRONMENT_SEARCH`` directories), by its name (``.venv``); one holding a given path by its path
+    (``.venv/*``: flake8 matches a given file by its own name or its whole path)."""
+    import functools
+    from collections import deque
+
+    from lint_rules.discover import matches, shorter_path
+
+    def environment(directory: str, names: Sequence[str]) -> bool:
+        return (os.path.basename(directory) == "site-packages" or "pyvenv.cfg" in names
+                or "conda-meta" in names and os.path.isdir(os.path.join(directory, "conda-meta")))
+
+    @functools.lru_cache(maxsize=None)
+    def holding(directory: str) -> Optional[str]:  # the outermost environment ``directory`` is in, if any
+        parent = os.path.dirname(directory)
+        outer = holding(parent) if parent != directory else None
+        markers = [name for name in ("pyvenv.cfg", "conda-meta") if os.path.exists(os.path.join(directory, name))]
+        return outer or (directory if environment(directory, markers) else None)
+
+    found: dict[str, str] = {}
+    queue: deque[str] = deque()
+    for given in paths or ["."]:
+        if given == "-" or matches(given, exclude):
+            continue
+        absolute = os.path.abspath(given)
+        holder = holding(os.path.dirname(absolute))
+        if holder:
+            found.setdefault(holder, os.path.join(shorter_path(holder), "*"))
+        elif os.path.isdir(absolute):
+            queue.append(given)
+    listed = 0
+    while queue and listed < ENVIRONMENT_SEARCH:
+        directory = queue.popleft()
+        listed += 1
+        try:
+            with os.scandir(directory) as listing:
+                entries = list(listing)
+        except OSError:
+            continue
+        if environment(directory, [entry.name for entry in entries]):
+            found.setdefault(os.path.abspath(directory), os.path.basename(os.path.normpath(directory)))
+            continue
+        for entry in sorted(entries, key=lambda e: e.name):
+            if entry.is_dir(follow_symlinks=False) and not matches(entry.path, exclude):
+                queue.append(entry.path)
+    return found
+
+
+def _warn_of_environments(options: argparse.Namespace) -> None:
+    """flake8's default ``exclude`` leaves virtual environments in (fwdlint's own discovery skips them),
+    so ``flake8 --select FWD .`` in a project with a ``.venv`` checks every installed package: minutes,
+    and other plugins may crash on them. The plugin cannot change flake8's discovery; it says so once
+    per run, on stderr, with the exclude to add. Once: in flake8's main process only, before any file
+    is checked (``-j`` workers forked from it never parse options; spawned ones do, and stay quiet)."""
+    import multiprocessing
+
+    from lint_rules.discover import shorter_path
+
+    if multiprocessing.parent_process() is not None:
+        return
+    exclude = [*(getattr(options, "exclude", None) or ()), *(getattr(options, "extend_exclude", None) or ())]
+    found = _environments(getattr(options, "filenames", None) or [], exclude)
+    if not found:
+        return
+    names = ",".join(dict.fromkeys(found.values()))
+    listed = ", ".join(map(shorter_path, list(found)[:3])) + (f" (+{len(found) - 3} more)" if len(found) > 3 else "")
+    sys.stderr.write(f"fwdlint: warning: flake8 will check the installed packages in {listed} (a virtual "
+                     f"environment: flake8's default exclude does not skip it, fwdlint's does). Add "
+                     f"--extend-exclude={names}, or "
+                     f"extend-exclude = {names} under [flake8] in setup.cfg, tox.ini or .flake8\n")
 
 
 def _observed(record: str) -> tuple[Any, ...]:

@@ -7,7 +7,8 @@ module imports only pytest, and neither ``runtime_shim`` nor torch is imported b
 * ``--fwd-guard`` (``--fwd-guard=error``): ``runtime_shim.install("error")`` when the session is
   configured. A method that runs a guarded model's forward computation outside the wrapper's
   forward raises ``UnmarkedEntryError`` in the test that calls it. A test that expects the error
-  (``pytest.raises``) passes and is not listed.
+  (``pytest.raises``) passes and is not listed. A bare ``--fwd-guard`` never takes the next
+  argument as its mode (``pytest --fwd-guard tests`` runs ``tests``): the mode is only given with ``=``.
 * ``--fwd-guard=warn``: ``install("warn")``: the tests run as they would, each unmarked entry
   warns once.
 
@@ -36,8 +37,9 @@ from typing import Any, Optional
 
 import pytest
 
-from lint_rules.contract import entry_of_message
+from lint_rules.contract import counted, entry_of_message
 
+MODES = ("error", "warn")  # --fwd-guard=MODE; a bare --fwd-guard is error
 _PROPERTY = "fwd_unmarked_entry"  # user_properties key: "Class.method"
 #: an UnmarkedEntryError as a spawned rank's traceback text names it (torch's ProcessRaisedException)
 _IN_TRACEBACK = re.compile(r"UnmarkedEntryError: (\S+)")
@@ -45,10 +47,16 @@ _IN_TRACEBACK = re.compile(r"UnmarkedEntryError: (\S+)")
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("fwdlint", "fwdlint: the forward-entry contract at run time")
-    group.addoption("--fwd-guard", nargs="?", const="error", default=None, choices=("error", "warn"),
-                    metavar="error|warn",
+    # A bare --fwd-guard never takes the next argument (``pytest --fwd-guard tests``: tests is the
+    # path to run): the mode is only ever given with "=". argparse looks a whole argument up among
+    # the option strings before it splits it at "=", so "--fwd-guard=warn" is an option string of its own.
+    group.addoption("--fwd-guard", "--fwd-guard=error", dest="fwd_guard", action="store_const", const="error",
+                    default=None,
                     help="guard every DDP, FSDP and Fabric wrapper the tests create: an unmarked forward entry "
-                         "fails its test (error, the default) or warns (warn); the summary lists each one")
+                         "fails its test; the summary lists each one")
+    group.addoption("--fwd-guard=warn", dest="fwd_guard", action="store_const", const="warn",
+                    help="the same guard, but each unmarked forward entry warns once and the tests run as they "
+                         "would")
     group.addoption("--fwd-record", metavar="PATH", default=None,
                     help="record every forward entry the tests run into a new record at PATH (the tests run "
                          "unchanged unless --fwd-guard is given too); then: fwdlint --from-record PATH")
@@ -57,11 +65,22 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 def pytest_configure(config: pytest.Config) -> None:
     mode = config.getoption("fwd_guard", None)
     record = config.getoption("fwd_record", None)
+    if mode:
+        _refuse_a_separate_mode(config)
     if mode or record:
         worker = hasattr(config, "workerinput")
         if record and not worker:
             _start_record(os.path.abspath(record))
         config.pluginmanager.register(Guard(mode or "record", record, worker), "fwdlint-guard")
+
+
+def _refuse_a_separate_mode(config: pytest.Config) -> None:
+    """``pytest --fwd-guard warn``: the mode is given with "=", so ``warn`` is a path here; unless
+    there is such a file, say how to spell it instead of "file or directory not found: warn"."""
+    for arg in config.args:
+        if arg in MODES and not os.path.exists(os.path.join(config.invocation_params.dir, arg)):
+            raise pytest.UsageError(f"--fwd-guard takes its mode after '=': --fwd-guard={arg} "
+                                    f"('{arg}' is not a file or directory to test)")
 
 
 def _start_record(path: str) -> None:
@@ -147,8 +166,9 @@ class Guard:
             if not entry.marked:
                 hits.setdefault(f"{entry.cls.rpartition('.')[2]}.{entry.method}", entry.test)
         unmarked = sum(not e.marked for e in entries)
-        return (f"fwdlint: recorded {len(entries)} forward entries ({unmarked} unmarked, {len(entries) - unmarked} "
-                f"marked) in {self.record}; report them with: fwdlint --from-record {self.record}")
+        recorded = counted(len(entries), "forward entry", "forward entries")
+        return (f"fwdlint: recorded {recorded} ({unmarked} unmarked, {len(entries) - unmarked} marked) in "
+                f"{self.record}; report them with: fwdlint --from-record {self.record}")
 
     def pytest_unconfigure(self, config: pytest.Config) -> None:
         from runtime_shim import spawned, uninstall

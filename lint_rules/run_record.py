@@ -12,8 +12,13 @@ standard library only)::
 ``class`` is the instance's class, ``defined_in`` the class whose ``def`` ran (a base's, a mixin's);
 ``line`` is that ``def``'s first line (its first decorator's, as Python counts). ``site`` is the
 first call of the entry from outside the model, ``test`` the pytest test it ran in (``""`` outside
-pytest), ``wrapped_at`` the call that created the wrapper. ``count``: for a marked entry the routed
-calls; for an unmarked one the module calls it made outside the wrapper.
+pytest), ``wrapped_at`` the call that created the wrapper. ``count``: for a marked entry the calls the
+wrapper routed (one per call of the method from outside the model); for an unmarked one the module
+calls it made outside the wrapper's forward (each submodule call reached from the method directly or
+through its helpers, not those nested in a submodule's own forward: ``runtime_shim.record``'s
+``on_outside_call`` notes one per call), so a ``generate`` that calls ``self.lin`` twice counts 2 a
+call, and 1 a call in mode ``error``, where the first raises. Summed over every process and every run
+that merges into the file.
 
 Writers never replace what others wrote: ``merge`` takes a lock, reads the record, adds its entries
 (counts summed, the first ``site``/``test`` kept) and replaces the file atomically. Processes of one

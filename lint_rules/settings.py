@@ -154,7 +154,36 @@ def code_problem(code: str) -> Optional[str]:
     if code.upper() != code and code_problem(code.upper()) is None:
         return f"no rule code starts with '{code}'; did you mean '{code.upper()}'? (codes are upper case; {listed})"
     hint = "; 'FWD' selects every rule" if code.upper() == "ALL" else ""  # ruff's ALL
+    close = close_codes(code)
+    if close:
+        hint += f"; did you mean {' or '.join(repr(c) for c in close)}?"
     return f"no rule code starts with '{code}'{hint} ({listed})"
+
+
+def close_codes(code: str) -> list[str]:
+    """The rule codes and prefixes ``code`` is most likely a slip for (``FDW001``: ``FWD001``;
+    ``FWD01``: ``FWD001``, ``FWD101``): ``difflib``'s close matches, those fewest edits away (a
+    transposition is one), at most two edits and three names, else none. A prefix of ``code``
+    itself is never offered (``FWD9`` is not a slip for ``FWD``)."""
+    import difflib
+
+    wanted = code.upper()
+    known = sorted({c[:n] for c in CODES for n in range(3, len(c) + 1)} - {wanted[:n] for n in range(len(wanted))})
+    near = difflib.get_close_matches(wanted, known, n=len(known), cutoff=0.6)
+    by_edits = sorted((_edits(wanted, name), name) for name in near)
+    best = [name for edits, name in by_edits if edits == by_edits[0][0] <= 2] if by_edits else []
+    return best if len(best) <= 3 else []
+
+
+def _edits(a: str, b: str) -> int:
+    """Optimal string alignment distance: insertions, deletions, substitutions, adjacent transpositions."""
+    rows = [list(range(len(b) + 1))] + [[i] + [0] * len(b) for i in range(1, len(a) + 1)]
+    for i in range(1, len(a) + 1):
+        for j in range(1, len(b) + 1):
+            rows[i][j] = min(rows[i - 1][j] + 1, rows[i][j - 1] + 1, rows[i - 1][j - 1] + (a[i - 1] != b[j - 1]))
+            if i > 1 and j > 1 and a[i - 1] == b[j - 2] and a[i - 2] == b[j - 1]:
+                rows[i][j] = min(rows[i][j], rows[i - 2][j - 2] + 1)
+    return rows[-1][-1]
 
 
 def first_code_problem(codes: Sequence[str]) -> Optional[str]:

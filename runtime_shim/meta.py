@@ -72,6 +72,7 @@ from typing import Any, Callable, Iterable, Iterator, Optional
 import torch
 from torch import nn
 
+from lint_rules.contract import counted
 from runtime_shim.detect import user_class_name
 from runtime_shim.errors import MetaDeviceError
 from runtime_shim.wrappers import clean_name as _clean_name
@@ -270,10 +271,6 @@ def find_meta(root: nn.Module, ignore: Iterable[str] = ()) -> MetaReport:
 
 
 # -- the message --------------------------------------------------------------------------------
-def _count(n: int, noun: str) -> str:
-    return f"{n:,} {noun}{'' if n == 1 else 's'}"
-
-
 def _listed(paths: list[str], limit: int, aliases: dict[str, list[str]]) -> str:
     shown = [p + (f" (also {', '.join(aliases[p])})" if p in aliases else "") for p in paths[:limit]]
     more = f" (+{len(paths) - limit:,} more)" if len(paths) > limit else ""
@@ -308,14 +305,14 @@ def _fix_text(report: MetaReport) -> str:
 def meta_message(report: MetaReport, where: Optional[str] = None) -> str:
     """One line (so it greps), bounded however many tensors: head, groups, fix."""
     params, buffers = len(report.parameters), len(report.buffers)
-    head = (f"{report.model} has {_count(params, 'parameter')} and {_count(buffers, 'buffer')} on the meta "
-            f"device (no data), in {_count(len(report.groups), 'module')}: ")
+    head = (f"{report.model} has {counted(params, 'parameter')} and {counted(buffers, 'buffer')} on the meta "
+            f"device (no data), in {counted(len(report.groups), 'module')}: ")
     groups = [_group_text(g, report.model) for g in report.groups[:MAX_GROUPS]]
     rest = report.groups[MAX_GROUPS:]
     if rest:
         tensors = sum(len(g.parameters) + len(g.buffers) for g in rest)
         owners = ", ".join(f"{g.path} ({g.cls})" for g in rest[:MAX_GROUPS])
-        groups.append(f"(+{len(rest):,} more modules with {_count(tensors, 'tensor')}: {owners}"
+        groups.append(f"(+{counted(len(rest), 'more module')} with {counted(tensors, 'tensor')}: {owners}"
                       f"{', ...' if len(rest) > MAX_GROUPS else ''})")
     return (f"{where}: " if where else "") + head + " | ".join(groups) + ". " + _fix_text(report)
 

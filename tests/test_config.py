@@ -211,6 +211,15 @@ def test_known_codes_and_prefixes(project: Path, lint: Lint) -> None:
     (("--ignore", "FWD3,E501"), f"--ignore FWD3,E501: no rule code starts with 'E501' {CODES}"),
     (("--per-file-ignores", "tests/*:FWD001 x.py:FWD01"),
      f"--per-file-ignores: no rule code starts with 'FWD01' {CODES}"),
+    # a slip gets the code meant (difflib's close matches, fewest edits)
+    (("--select", "FDW001"), f"--select FDW001: no rule code starts with 'FDW001'; did you mean 'FWD001'? {CODES}"),
+    (("--select", "FDW"), f"--select FDW: no rule code starts with 'FDW'; did you mean 'FWD'? {CODES}"),
+    (("--extend-select", "FWD0O1"),
+     f"--extend-select FWD0O1: no rule code starts with 'FWD0O1'; did you mean 'FWD001'? {CODES}"),
+    (("--ignore", "FWD3,FWD10l"), "--ignore FWD3,FWD10l: no rule code starts with 'FWD10l'; did you mean 'FWD101'?"),
+    (("--extend-ignore", "FD201"), "--extend-ignore FD201: no rule code starts with 'FD201'; did you mean 'FWD201'?"),
+    (("--per-file-ignores", "tests/*:FWD001 x.py:FDW301"),
+     f"--per-file-ignores: no rule code starts with 'FDW301'; did you mean 'FWD301'? {CODES}"),
 ])
 def test_unknown_codes_on_the_command_line_are_errors(project: Path, lint: Lint, args: tuple[str, ...],
                                                       message: str) -> None:
@@ -232,6 +241,9 @@ def test_unknown_codes_on_the_command_line_are_errors(project: Path, lint: Lint,
      f"setup.cfg: error: [fwdlint] bad value for 'ignore': no rule code starts with 'E501' {CODES}"),
     ("tox.ini", "[fwdlint]\nper-file-ignores =\n    tests/*:FWD001\n    x.py:FWD7\n",
      f"tox.ini: error: [fwdlint] bad value for 'per-file-ignores': no rule code starts with 'FWD7' {CODES}"),
+    ("pyproject.toml", "[tool.fwdlint]\nselect = ['FDW001']\n",
+     "pyproject.toml: error: [tool.fwdlint] bad value for 'select': no rule code starts with 'FDW001'; "
+     f"did you mean 'FWD001'? {CODES}"),
 ])
 def test_unknown_codes_in_a_config_file_are_errors(project: Path, lint: Lint, name: str, text: str,
                                                    message: str) -> None:

@@ -134,13 +134,18 @@ def test_installed_base_is_read_from_each_kind_of_venv(made: tuple[str, Path], w
 
 def test_flake8_reads_the_project_venv_and_says_so_once_with_v(made: tuple[str, Path], tool: Path) -> None:
     kind, root = made
-    flake8 = [str(tool), "-m", "flake8", "--select", "FWD", "--fwd-no-cache"]
+    flake8 = [str(tool), "-m", "flake8", "--select", "FWD", "--fwd-no-cache", "--extend-exclude=.venv"]  # README
     quiet = subprocess.run([*flake8, "."], cwd=root, capture_output=True, text=True, env=_tool_env(), timeout=120)
     assert quiet.returncode == 1 and quiet.stdout.startswith("./" + FINDING) and quiet.stderr == "", quiet.stderr
     loud = subprocess.run([*flake8, "-v", "-j", "2", "."], cwd=root, capture_output=True, text=True,
                           env=_tool_env(), timeout=120)
     said = [line for line in loud.stderr.splitlines() if "fwdlint: environment: " in line]
     assert len(said) == 1 and said[0].endswith(f"venv .venv (from the project root), python {VERSION}, 1 site dir")
+    # without the exclude flake8 walks the real environment: the plugin says so, once
+    walked = subprocess.run([*flake8[:-1], "-j", "2", "."], cwd=root, capture_output=True, text=True,
+                            env=_tool_env(), timeout=120)
+    assert walked.stderr.count("fwdlint: warning: flake8 will check the installed packages in .venv (") == 1, \
+        walked.stderr
 
 
 def _conda(prefix: Path) -> Path:

@@ -76,6 +76,29 @@ def test_flake8_unknown_fwd_code_is_an_error(tmp_path: Path, args: tuple[str, ..
     assert "no rule code starts with" in proc.stderr and "Traceback" not in proc.stderr
 
 
+@pytest.mark.parametrize("args", [
+    ("--select", "FDW001"), ("--extend-select", "FDW"), ("--select", "E,FD001"), ("--extend-ignore", "FWD0O1"),
+    ("--ignore", "WFD001"), ("--per-file-ignores", "m.py:FDW001"),
+])
+def test_flake8_a_slip_in_a_code_says_which_was_meant(tmp_path: Path, args: tuple[str, ...]) -> None:
+    """``--select FDW001`` (a transposed prefix): flake8 would take it and select nothing. Letters a
+    slip away from FWD that no installed plugin owns are fwdlint's to judge, and the error names the code."""
+    (tmp_path / "m.py").write_text(SOURCE)
+    proc = run_flake8(tmp_path, *args, "m.py")
+    assert (proc.returncode, proc.stdout) == (2, "")
+    meant = "'FWD'" if args[1] == "FDW" else "'FWD001'"
+    assert proc.stderr.startswith(f"fwdlint: error: flake8 {args[0]} ") and proc.stderr.count("\n") == 1
+    assert f"; did you mean {meant}? (codes: FWD001" in proc.stderr, proc.stderr
+
+
+def test_flake8_codes_of_other_plugins_near_fwd_are_left_alone(tmp_path: Path) -> None:
+    """Codes of plugins not installed here (pydocstyle's D100, flake8-boolean-trap's FBT001) and of an
+    installed one (pyflakes' F401, whose letter is a slip away from FWD) stay flake8's."""
+    (tmp_path / "m.py").write_text(SOURCE)
+    proc = run_flake8(tmp_path, "--select", "FWD,F401", "--extend-ignore", "D100,FBT001,FS003", "m.py")
+    assert [row[3] for row in flake8_rows(proc)] == ["FWD001"] and proc.stderr == "", proc.stderr
+
+
 def test_flake8_other_plugins_codes_and_fwd000_are_flake8s(tmp_path: Path) -> None:
     (tmp_path / "m.py").write_text(SOURCE)
     proc = run_flake8(tmp_path, "--select", "FWD,E501", "--extend-ignore", "FWD000,X100", "m.py")
@@ -192,3 +215,50 @@ def test_a_configuration_the_cli_refuses_flake8_refuses(tmp_path: Path, config: 
     flake8 = run_flake8(project, "--select", "FWD", *args, "mypkg")
     assert flake8.returncode == 2 and flake8.stdout == ""
     assert len(flake8.stderr.splitlines()) == 1 and message in flake8.stderr, flake8.stderr
+
+
+def _with_environments(root: Path) -> Path:
+    """A project with a .venv (pyvenv.cfg), a conda prefix (conda-meta/) and an excluded .tox, each
+    holding a module FWD001 reports, so a run that checks them shows it."""
+    (root / "src").mkdir()
+    (root / "src" / "m.py").write_text(SOURCE)
+    (root / "pyproject.toml").write_text("")
+    for env, marker in ((".venv", "pyvenv.cfg"), ("envs/base", "conda-meta/"), (".tox/py311", "pyvenv.cfg")):
+        site = root / env / "lib" / "python3.11" / "site-packages" / "pkg"
+        site.mkdir(parents=True)
+        (site / "mod.py").write_text(SOURCE)
+        (site / "other.py").write_text(SOURCE)
+        (root / env / marker).mkdir() if marker.endswith("/") else (root / env / marker).write_text("home = /usr\n")
+    return root
+
+
+@pytest.mark.parametrize("jobs", ["1", "2"])
+def test_flake8_says_once_that_it_will_check_virtual_environments(tmp_path: Path, jobs: str) -> None:
+    """flake8's default exclude does not skip .venv (fwdlint's does): the plugin cannot change flake8's
+    discovery, so it says so once a run (not once per -j worker), before checking, with the exclude to add."""
+    root = _with_environments(tmp_path)
+    proc = run_flake8(root, "--select", "FWD", "-j", jobs, ".")
+    checked = {path for path, *_ in flake8_rows(proc)}
+    assert ".venv/lib/python3.11/site-packages/pkg/mod.py" in checked  # flake8 walks into them
+    assert proc.stderr.count("fwdlint: warning:") == 1, proc.stderr
+    assert proc.stderr.startswith("fwdlint: warning: flake8 will check the installed packages in .venv, envs/base ")
+    assert "--extend-exclude=.venv,base," in proc.stderr and "extend-exclude = .venv,base under [flake8]" in proc.stderr
+    # the exclude it names leaves them out, and then it says nothing; so does a run without FWD
+    proc = run_flake8(root, "--select", "FWD", "-j", jobs, "--extend-exclude=.venv,base", ".")
+    assert {path for path, *_ in flake8_rows(proc)} == {"src/m.py"} and proc.stderr == ""
+    (root / "setup.cfg").write_text("[flake8]\nextend-exclude = .venv,base\n")
+    proc = run_flake8(root, "--select", "FWD", "-j", jobs, ".")
+    assert {path for path, *_ in flake8_rows(proc)} == {"src/m.py"} and proc.stderr == ""
+    assert run_flake8(root, "--select", "E", "-j", jobs, ".").stderr == ""
+
+
+def test_flake8_says_so_for_a_file_given_inside_a_virtual_environment(tmp_path: Path) -> None:
+    """A file named on the command line (pre-commit names staged files) inside a .venv: flake8 matches
+    it by its name or its whole path, so the exclude named is the environment's path."""
+    root = _with_environments(tmp_path)
+    given = ".venv/lib/python3.11/site-packages/pkg/mod.py"
+    proc = run_flake8(root, "--select", "FWD", given, "src/m.py")
+    assert proc.stderr.count("fwdlint: warning:") == 1 and "in .venv (" in proc.stderr, proc.stderr
+    assert "--extend-exclude=.venv/*," in proc.stderr
+    proc = run_flake8(root, "--select", "FWD", "--extend-exclude=.venv/*", given, "src/m.py")
+    assert {path for path, *_ in flake8_rows(proc)} == {"src/m.py"} and proc.stderr == ""

@@ -100,3 +100,26 @@ def test_a_foreign_file_is_never_replaced(tmp_path: Path) -> None:
     with pytest.raises(run_record.RecordError, match="not a fwdlint record"):
         run_record.merge(str(path), [run_record.Entry("m.Net", "run", False, "ddp", "m.Net", "/m.py", 4)])
     assert path.read_text() == '{"mine": true}'
+
+
+def test_numbers_agree_with_their_nouns(tmp_path: Path) -> None:
+    """'recorded 1 forward entries' was the pytest summary of a record of one entry; every number
+    printed with a noun goes through contract.counted."""
+    from types import SimpleNamespace
+
+    from lint_rules.contract import counted
+    from lint_rules.pytest_plugin import Guard
+    from lint_rules.rules.fwd004_observed_entry import Summary
+
+    assert [counted(n, "file") for n in (0, 1, 2, 1024)] == ["0 files", "1 file", "2 files", "1,024 files"]
+    assert counted(1, "forward entry", "forward entries") == "1 forward entry"
+    record = tmp_path / "record.json"
+    run_record.merge(str(record), [run_record.Entry("m.Net", "run", False, "ddp", "m.Net", "/m.py", 4)])
+    said = Guard._recorded(SimpleNamespace(record=str(record)), {})  # type: ignore[arg-type]
+    assert said.startswith("fwdlint: recorded 1 forward entry (1 unmarked, 0 marked) in "), said
+    run_record.merge(str(record), [run_record.Entry("m.Net", "step", True, "ddp", "m.Net", "/m.py", 8)])
+    said = Guard._recorded(SimpleNamespace(record=str(record)), {})  # type: ignore[arg-type]
+    assert said.startswith("fwdlint: recorded 2 forward entries (1 unmarked, 1 marked) in "), said
+    lines = Summary(outside=1, marked=1).lines("r.json", statistics=True)
+    assert lines[0] == "fwdlint: r.json: 1 unmarked entry of code outside the linted paths ignored"
+    assert "0 unmarked entries ran in the linted code" in lines[1] and "1 marked entry confirmed" in lines[1]

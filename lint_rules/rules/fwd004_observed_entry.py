@@ -235,7 +235,7 @@ class Summary:
 
 
 def _entries(count: int, kind: str) -> str:
-    return f"{count} {kind} entr{'y' if count == 1 else 'ies'}"
+    return contract.counted(count, f"{kind} entry", f"{kind} entries")
 
 
 def summary(entries: Sequence[Entry], views: Sequence[ProjectIndex], diagnostics: Sequence[Diagnostic],

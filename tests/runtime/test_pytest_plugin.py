@@ -212,3 +212,63 @@ def test_runtime_shim_before_torch_in_a_pytest_process(tmp_path: Path) -> None:
     run = run_pytest(tmp_path, "-W", "error::RuntimeWarning", env={"FWD_SHIM_MODE": "error"})
     assert run.returncode == 0, run.stdout + run.stderr
     assert "PASSED test_routed.py::test_a_marked_method_is_routed_through_ddp" in run.stdout
+
+
+SPELLED = '''
+def test_guarded(request):
+    guard = request.config.pluginmanager.get_plugin("fwdlint-guard")
+    print(f"guard mode: {guard.mode if guard else None}")
+'''
+
+
+@pytest.fixture(scope="module")
+def spelled(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A project as users lay one out: its tests under tests/ (pytest's testpaths), and a test file
+    outside them that must not run."""
+    root = tmp_path_factory.mktemp("spelled")
+    (root / "tests").mkdir()
+    (root / "tests" / "test_guarded.py").write_text(SPELLED)
+    (root / "test_elsewhere.py").write_text("def test_elsewhere():\n    raise AssertionError('not asked for')\n")
+    (root / "pyproject.toml").write_text('[tool.pytest.ini_options]\ntestpaths = ["tests"]\n')
+    return root
+
+
+@pytest.mark.parametrize(("args", "mode"), [
+    (["--fwd-guard", "tests"], "error"),  # the first command most users type (exit 4 before)
+    (["--fwd-guard=warn", "tests"], "warn"),
+    (["--fwd-guard=error", "tests"], "error"),
+    (["tests", "--fwd-guard"], "error"),
+    (["--fwd-guard", "tests/test_guarded.py"], "error"),
+    (["--fwd-guard"], "error"),  # the README's spellings, testpaths
+    (["--fwd-guard=warn"], "warn"),
+    (["--fwd-guard", "-n", "1", "-p", "xdist", "tests"], "error"),
+    (["tests"], None),
+], ids=lambda value: " ".join(value) if isinstance(value, list) else str(value))
+def test_the_guard_is_spelled_as_users_type_it(spelled: Path, args: list[str], mode: str) -> None:
+    """A bare ``--fwd-guard`` never takes the next argument as its mode; ``--fwd-guard=MODE`` gives one."""
+    run = run_pytest(spelled, "-s", *args)
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert "1 passed" in run.stdout and "test_elsewhere" not in run.stdout
+    if "-n" not in args:  # a worker's output is its own
+        assert f"guard mode: {mode}" in run.stdout
+
+
+def test_the_guard_from_addopts(spelled: Path) -> None:
+    run = run_pytest(spelled, "-s", "tests", env={"PYTEST_ADDOPTS": "--fwd-guard"})
+    assert run.returncode == 0 and "guard mode: error" in run.stdout, run.stdout + run.stderr
+
+
+@pytest.mark.parametrize(("args", "said"), [
+    (["--fwd-guard", "warn", "tests"], "--fwd-guard takes its mode after '=': --fwd-guard=warn"),
+    (["--fwd-guard=bogus", "tests"], "--fwd-guard"),
+])
+def test_a_mode_spelled_otherwise_is_a_usage_error(spelled: Path, args: list[str], said: str) -> None:
+    run = run_pytest(spelled, *args)
+    assert run.returncode == 4, run.stdout + run.stderr
+    assert said in run.stderr and "passed" not in run.stdout
+
+
+def test_the_help_shows_both_spellings(spelled: Path) -> None:
+    run = run_pytest(spelled, "--help")
+    assert run.returncode == 0, run.stderr
+    assert "--fwd-guard, --fwd-guard=error" in run.stdout and "--fwd-guard=warn" in run.stdout

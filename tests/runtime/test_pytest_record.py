@@ -316,3 +316,69 @@ def test_a_file_that_is_not_a_record_is_never_replaced(project: Path) -> None:
     assert run.stderr.strip() == (f"ERROR: --fwd-record: {project / 'notes.json'}: not a fwdlint record "
                                   "(no \"format\": \"fwdlint-record\"); not replacing it")
     assert (project / "notes.json").read_text() == '{"mine": true}'
+
+
+COUNTED = '''
+import runtime_shim.auto  # FWD_SHIM_MODE and FWD_RECORD from the environment
+import socket
+
+import torch
+import torch.distributed as dist
+import torch.nn as nn
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+import runtime_shim
+
+
+class GPT(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = nn.Linear(2, 2)
+        self.block = nn.Sequential(nn.Linear(2, 2), nn.Linear(2, 2))
+
+    def forward(self, x):
+        return self.lin(x)
+
+    def generate(self, x):  # 3 module calls a call: lin twice through the helper, block once
+        return self.block(self._twice(x))
+
+    def _twice(self, x):
+        return self.lin(self.lin(x))
+
+    @runtime_shim.forward_entry
+    def score(self, x):
+        return self.lin(self.lin(x))
+
+
+with socket.socket() as probe:
+    probe.bind(("127.0.0.1", 0))
+    port = probe.getsockname()[1]
+dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=0, world_size=1)
+ddp = DDP(GPT())
+for _ in range(5):
+    try:
+        ddp.module.generate(torch.zeros(1, 2))
+    except runtime_shim.UnmarkedEntryError:
+        pass
+for _ in range(2):
+    ddp.module.score(torch.zeros(1, 2))
+dist.destroy_process_group()
+'''
+
+
+def test_count_is_what_the_readme_says(tmp_path: Path) -> None:
+    """``count`` (README, ``run_record``'s docstring): a marked entry's routed calls; an unmarked
+    entry's module calls outside the wrapper (submodule calls it reaches, not those inside them), 1 a
+    call under error, where the first raises; summed over the runs that write the file."""
+    (tmp_path / "counted.py").write_text(COUNTED)
+
+    def counts(mode: str, record: str) -> dict[str, int]:
+        env = clean_env({"FWD_SHIM_MODE": mode, "FWD_RECORD": record})
+        run = subprocess.run([sys.executable, "counted.py"], cwd=tmp_path, capture_output=True, text=True,
+                             timeout=300, env=env)
+        assert run.returncode == 0, run.stdout + run.stderr
+        return {method: entry["count"] for (_, method, _), entry in _entries(tmp_path / record).items()}
+
+    assert counts("record", "record.json") == {"generate": 15, "score": 2}
+    assert counts("record", "record.json") == {"generate": 30, "score": 4}  # the same file: summed
+    assert counts("error", "error.json") == {"generate": 5, "score": 2}
