@@ -122,14 +122,28 @@ def parse(path: str, text: str) -> list[Entry]:
 
 
 def load(path: str) -> list[Entry]:
+    """The entries of the record at ``path``: a regular file of at most ``bounded.RECORD_LIMIT`` bytes
+    (``from-record = "/dev/zero"`` or a FIFO is one line, never all memory or a hang)."""
+    from lint_rules.bounded import RECORD_LIMIT, Refused, read_regular
+
     try:
-        with open(path, encoding="utf-8") as handle:
-            text = handle.read()
+        data = read_regular(path, RECORD_LIMIT)
     except FileNotFoundError:
         raise RecordError(f"{path}: no such record") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise RecordError(f"{path}: cannot read the record: {exc}") from None
+    except Refused as exc:
+        raise RecordError(f"{_shown(path)}: the record {exc}") from None
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise RecordError(f"{path}: cannot read the record: not UTF-8 (byte 0x{data[exc.start]:02x} "
+                          f"at offset {exc.start})") from None
     return parse(path, text)
+
+
+def _shown(path: str) -> str:
+    """``path`` for an error line: printable (a NUL or a control character escaped) and not endless."""
+    text = path.encode("unicode_escape", "backslashreplace").decode("ascii") if not path.isprintable() else path
+    return text if len(text) <= 300 else f"{text[:150]}...{text[-100:]} ({len(path)} characters)"
 
 
 def combined(entries: Iterable[Entry]) -> list[Entry]:

@@ -206,8 +206,12 @@ def find_config(start: Path) -> Optional[ConfigFile]:
 def read_config_file(path: Path, required: bool) -> Optional[ConfigFile]:
     """The fwdlint settings of ``path`` (TOML if it ends in ``.toml``, else INI); None if it has
     none (a ``ConfigError`` instead when ``required``, as for ``--config``)."""
+    from lint_rules.bounded import CONFIG_LIMIT, Refused, read_regular
+
     try:
-        data = path.read_bytes()
+        data = read_regular(path, CONFIG_LIMIT)  # never /dev/zero, a FIFO or gigabytes
+    except Refused as exc:
+        raise ConfigError(f"{shown(path)}: error: the configuration file {exc}") from None
     except OSError as exc:
         raise ConfigError(f"{shown(path)}: error: cannot read configuration file: {exc.strerror or exc}") from None
     toml = path.suffix == ".toml"
