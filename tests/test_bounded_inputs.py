@@ -102,3 +102,21 @@ def test_an_environment_file_that_cannot_be_read_is_skipped_with_a_warning(tmp_p
     assert run.returncode in (0, 1) and "Traceback" not in run.stderr, run.stderr[-2000:]
     warning = [line for line in run.stderr.splitlines() if "__editable___pkg_1_0_finder.py" in line]
     assert len(warning) == 1 and warning[0].startswith("fwdlint: warning:") and "skipped" in warning[0], run.stderr
+
+
+def _hard_limit() -> None:
+    resource.setrlimit(resource.RLIMIT_AS, (3 * 2**30, 3 * 2**30))
+
+
+@pytest.mark.parametrize("front", ["cli", "flake8"])
+def test_workers_lower_their_memory_limit_to_the_inherited_one_never_raise_it(tmp_path: Path, front: str) -> None:
+    """``ulimit -v`` (3 GiB, hard) under a larger FWDLINT_WORKER_MEMORY: every worker failed with 'not
+    allowed to raise maximum limit'; now they run under the inherited limit."""
+    (tmp_path / "pyproject.toml").write_text("")
+    (tmp_path / "m.py").write_text(MODEL.replace("self.a(x)", "self(x)"))
+    command = ["-m", "flake8", f"--format={FLAKE8_FORMAT}", "--select", "FWD"] if front == "flake8" else \
+        ["-m", "lint_rules.cli", "--no-cache"]
+    run = subprocess.run([sys.executable, *command, *(["--fwd-no-cache"] if front == "flake8" else []), "m.py"],
+                         cwd=tmp_path, capture_output=True, text=True, timeout=120, preexec_fn=_hard_limit,
+                         env={**os.environ, "FWDLINT_WORKER_MEMORY": "8192"})
+    assert run.returncode == 1 and "FWD001" in run.stdout and "error" not in run.stderr, (run.stdout, run.stderr)
