@@ -39,7 +39,7 @@ def read_regular(path: str | os.PathLike[str], limit: int) -> bytes:
     except FileNotFoundError:
         raise
     except ValueError as error:  # an embedded NUL byte
-        raise Refused(f"not a usable path ({error})") from None
+        raise Refused(f"is not a usable path ({error})") from None
     except OSError as error:
         raise Refused(f"cannot be read: {error.strerror or error}") from None
     try:
@@ -67,3 +67,9 @@ def read_regular(path: str | os.PathLike[str], limit: int) -> bytes:
 
 def _size(count: int) -> str:
     return f"{count / 2**20:.0f} MiB" if count >= 2**20 else f"{count} bytes"
+
+
+def printable(path: str) -> str:
+    """``path`` for an error line: control characters escaped, and not endless (a 5,000-character name)."""
+    text = path if path.isprintable() else path.encode("unicode_escape", "backslashreplace").decode("ascii")
+    return text if len(text) <= 300 else f"{text[:150]}...{text[-100:]} ({len(path)} characters)"

@@ -120,7 +120,13 @@ def find(python: Optional[str] = None, *, source: str = "--python", may_run: boo
 def _find(python: Optional[str], source: str, may_run: bool, project: Optional[Path],
           environ: Optional[Mapping[str, str]]) -> Environment:
     if python:
-        return _named(python, source, may_run)
+        try:
+            return _named(python, source, may_run)
+        except (OSError, ValueError) as error:  # a name too long, a NUL byte, a loop of links
+            from lint_rules.bounded import printable
+
+            why = getattr(error, "strerror", None) or str(error)
+            raise NoInterpreter(f"--python {printable(python)}: cannot use it: {why}") from None
     environ = os.environ if environ is None else environ
     problems: list[str] = []
     own: Optional[Environment] = None  # an activated environment that is fwdlint's own

@@ -92,6 +92,8 @@ def _entry(path: str, index: int, item: Any) -> Entry:
         if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
             what = {str: "a string", int: "an integer", bool: "true or false"}[kind]
             raise RecordError(f"{path}: entry {index}: '{name}' is missing or not {what}")
+        if kind is str and "\0" in value:  # a path no system opens
+            raise RecordError(f"{path}: entry {index}: '{name}' holds a NUL character")
     base = os.path.dirname(os.path.abspath(path))
     return Entry(item["class"], item["method"], item["marked"], item["wrapper"], item["defined_in"],
                  _anchored(item["file"], base, False), item["line"], _anchored(item["site"], base, True), item["test"],
@@ -103,6 +105,8 @@ def parse(path: str, text: str) -> list[Entry]:
     a schema this version reads."""
     try:
         data = json.loads(text)
+    except RecursionError:  # '[' x 100,000
+        raise RecordError(f"{path}: not a fwdlint record: JSON nested too deeply") from None
     except ValueError as exc:
         if f'"{FORMAT}"' in text:  # a record whose writer was stopped, or an edit gone wrong
             raise RecordError(f"{path}: fwdlint record truncated or corrupted ({exc})") from None
@@ -124,26 +128,21 @@ def parse(path: str, text: str) -> list[Entry]:
 def load(path: str) -> list[Entry]:
     """The entries of the record at ``path``: a regular file of at most ``bounded.RECORD_LIMIT`` bytes
     (``from-record = "/dev/zero"`` or a FIFO is one line, never all memory or a hang)."""
-    from lint_rules.bounded import RECORD_LIMIT, Refused, read_regular
+    from lint_rules.bounded import RECORD_LIMIT, Refused, printable, read_regular
 
     try:
         data = read_regular(path, RECORD_LIMIT)
     except FileNotFoundError:
         raise RecordError(f"{path}: no such record") from None
     except Refused as exc:
-        raise RecordError(f"{_shown(path)}: the record {exc}") from None
+        raise RecordError(f"{printable(path)}: the record {exc}") from None
     try:
-        text = data.decode("utf-8")
+        text = data.decode("utf-8-sig")  # a byte order mark, as editors on Windows write it, is read past
     except UnicodeDecodeError as exc:
         raise RecordError(f"{path}: cannot read the record: not UTF-8 (byte 0x{data[exc.start]:02x} "
                           f"at offset {exc.start})") from None
     return parse(path, text)
 
-
-def _shown(path: str) -> str:
-    """``path`` for an error line: printable (a NUL or a control character escaped) and not endless."""
-    text = path.encode("unicode_escape", "backslashreplace").decode("ascii") if not path.isprintable() else path
-    return text if len(text) <= 300 else f"{text[:150]}...{text[-100:]} ({len(path)} characters)"
 
 
 def combined(entries: Iterable[Entry]) -> list[Entry]:

@@ -243,6 +243,8 @@ def _read_toml(path: Path, text: str) -> Optional[ConfigFile]:
         document = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{shown(path)}: error: invalid TOML: {exc}") from None
+    except RecursionError:  # select = [[[...500 levels...]]]
+        raise ConfigError(f"{shown(path)}: error: invalid TOML: arrays or tables nested too deeply") from None
     tool = document.get("tool")
     if not isinstance(tool, dict) or "fwdlint" not in tool:
         return None

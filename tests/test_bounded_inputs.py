@@ -120,3 +120,44 @@ def test_workers_lower_their_memory_limit_to_the_inherited_one_never_raise_it(tm
                          cwd=tmp_path, capture_output=True, text=True, timeout=120, preexec_fn=_hard_limit,
                          env={**os.environ, "FWDLINT_WORKER_MEMORY": "8192"})
     assert run.returncode == 1 and "FWD001" in run.stdout and "error" not in run.stderr, (run.stdout, run.stderr)
+
+
+RECORD_ENTRY = ('{"format": "fwdlint-record", "schema": 1, "entries": [{"class": "m.Net", "method": "run", '
+                '"marked": false, "wrapper": "ddp", "defined_in": "m.Net", "file": "\\u0000", "line": 4, '
+                '"site": "t.py:3", "test": "", "wrapped_at": "t.py:2", "count": 1}]}')
+
+
+@pytest.mark.parametrize("config,files,args,pieces", [
+    ("[tool.fwdlint]\nselect = " + "[" * 500 + "]" * 500 + "\n", {}, (), ("pyproject.toml", "nested too deeply")),
+    ("", {}, ("--python", "p" * 5000), ("--python ppp", "5000 characters", "File name too long")),
+    ('[tool.fwdlint]\npython-executable = "./' + "p" * 5000 + '"\n', {}, (), ("python-executable", "too long")),
+    ('[tool.fwdlint]\nfrom-record = "a\\u0000b"\n', {}, (), ("a\\x00b", "not a usable path")),
+    ("", {"r.json": "[" * 100_000}, ("--from-record", "r.json"), ("r.json", "nested too deeply")),
+    ("", {"r.json": RECORD_ENTRY}, ("--from-record", "r.json"), ("r.json", "'file' holds a NUL")),
+], ids=["select-nested", "python-long", "python-executable-long", "record-nul-path", "record-brackets",
+        "record-entry-nul"])
+def test_bad_input_is_one_line_and_exit_2(tmp_path: Path, config: str, files: dict[str, str], args: tuple[str, ...],
+                                          pieces: tuple[str, ...]) -> None:
+    project = _project(tmp_path, config)
+    for name, text in files.items():
+        (project / name).write_text(text)
+    one_line(bounded_run(project, *args, "m.py"), *pieces)
+
+
+@pytest.mark.parametrize("first", ["loop", "long", "both"])
+def test_a_bad_first_path_is_that_path_s_error_line(tmp_path: Path, first: str) -> None:
+    project = _project(tmp_path, "")
+    (project / "loop").symlink_to("loop")
+    paths = {"loop": ["loop"], "long": ["a" * 300], "both": ["a" * 300, "loop"]}[first]
+    run = bounded_run(project, *paths, "m.py")
+    assert run.returncode == 2 and "Traceback" not in run.stderr, run.stderr[-2000:]
+    assert len(run.stderr.splitlines()) == len(paths), run.stderr
+    assert all(": error: cannot read:" in line for line in run.stderr.splitlines()), run.stderr
+
+
+def test_a_record_with_a_byte_order_mark_is_read(tmp_path: Path) -> None:
+    from lint_rules import run_record
+
+    (tmp_path / "r.json").write_bytes(b"\xef\xbb\xbf" + RECORD_ENTRY.replace("\\u0000", "m.py").encode())
+    (entry,) = run_record.load(str(tmp_path / "r.json"))
+    assert entry.file == str(tmp_path / "m.py")
