@@ -51,8 +51,9 @@ def not_applied(path: str, reason: str, diagnostics: Sequence[Diagnostic], old: 
 
 
 def run(function: Callable[..., FileFix], tasks: Sequence[tuple[str, tuple[Any, ...]]], jobs: int,
-        diagnostics: Sequence[Sequence[Diagnostic]]) -> list[FileFix]:
-    """``function(path, old, *rest)`` for each ``(path, rest)`` in a worker, ``old`` read here; a file
+        diagnostics: Sequence[Sequence[Diagnostic]], check: Callable[[FileFix], Optional[str]]) -> list[FileFix]:
+    """``function(path, old, *rest)`` for each ``(path, rest)`` in a worker, ``old`` read here, then
+    ``check`` (``verify.text_problem``, whose verdict ``verify.check_text`` applies later); a file
     that cannot be read, or whose worker failed, becomes an error line and its ``diagnostics`` unfixed."""
     from lint_rules.source import one_line
 
@@ -65,7 +66,7 @@ def run(function: Callable[..., FileFix], tasks: Sequence[tuple[str, tuple[Any, 
         except OSError as error:
             results.append(not_applied(path, one_line(error), found))
     if sent:
-        apply = functools.partial(_apply, function)
+        apply = functools.partial(_apply, function, check)
         answers = iter(list(map(apply, sent)) if IN_PROCESS else _shared(jobs, len(sent)).map(apply, sent))
         for index, (path, _), found in zip(range(len(results)), tasks, diagnostics):
             if results[index] is None:
@@ -75,12 +76,11 @@ def run(function: Callable[..., FileFix], tasks: Sequence[tuple[str, tuple[Any, 
     return results  # type: ignore[return-value]
 
 
-def _apply(function: Callable[..., FileFix], task: tuple[str, bytes, tuple[Any, ...]]) -> FileFix:
+def _apply(function: Callable[..., FileFix], check: Callable[[FileFix], Optional[str]],
+           task: tuple[str, bytes, tuple[Any, ...]]) -> FileFix:
     """The worker's side: the fix, then the text gate's verdict on it (applied by ``run._plan``)."""
-    from lint_rules.fix import verify
-
     path, old, rest = task
     result = function(path, old, *rest)
     if result.changed:
-        result.text_problem, result.checked = verify.text_problem(result), True
+        result.text_problem, result.checked = check(result), True
     return result

@@ -61,9 +61,9 @@ def register_after_sites(path: str, plan: Sequence[tuple[WrapSite, Sequence[str]
     ``model.mark_forward_method("m")``, FSDP2's ``register_fsdp_forward_method(model, "m")``, or
     ``runtime_shim``'s ``mark_forward_method(ddp, "m")`` for DDP and FSDP1, with the imports. Parsed
     and edited in a parser worker (``isolated``), as every fix is."""
-    from lint_rules.fix import isolated
+    from lint_rules.fix import isolated, verify
 
-    return isolated.run(_register, [(path, (tuple(plan),))], jobs, [()])[0]
+    return isolated.run(_register, [(path, (tuple(plan),))], jobs, [()], verify.text_problem)[0]
 
 
 def _register(path: str, old: bytes, plan: Sequence[tuple[WrapSite, Sequence[str]]]) -> FileFix:

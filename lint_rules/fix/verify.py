@@ -184,4 +184,4 @@ def fix_files(fix_source: Callable[[str, bytes, Sequence[Diagnostic]], FileFix],
     """``fix_file`` over ``tasks`` in order, each in a parser worker (``isolated``: the same memory,
     time and crash isolation as a parse, at any ``jobs``), where a worker that dies costs its file only."""
     return isolated.run(functools.partial(fix_file, fix_source), [(path, (found,)) for path, found in tasks], jobs,
-                        [found for _, found in tasks])
+                        [found for _, found in tasks], text_problem)
