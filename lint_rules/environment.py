@@ -123,9 +123,24 @@ def find(python: Optional[str] = None, *, source: str = "--python", may_run: boo
     """The environment of the checked code. ``python``: what the user named (``source`` says
     where: the option, or the configuration file and key); ``may_run``: whether an interpreter in
     no prefix may be asked (only one named on the command line); ``project``: the directory whose
-    ``.venv`` counts. Raises ``NoInterpreter`` when ``python`` cannot be used."""
+    ``.venv`` counts. Raises ``NoInterpreter`` when ``python`` cannot be used. Environment files
+    that were skipped (``_read_text``) are warnings of the environment found."""
+    del _SKIPPED[:]
+    found = _find(python, source, may_run, project, environ)
+    skipped, _SKIPPED[:] = tuple(_SKIPPED), []
+    return replace(found, warnings=(*found.warnings, *skipped)) if skipped else found
+
+
+def _find(python: Optional[str], source: str, may_run: bool, project: Optional[Path],
+          environ: Optional[Mapping[str, str]]) -> Environment:
     if python:
-        return _named(python, source, may_run)
+        try:
+            return _named(python, source, may_run)
+        except (OSError, ValueError) as error:  # a name too long, a NUL byte, a loop of links
+            from lint_rules.bounded import printable
+
+            why = getattr(error, "strerror", None) or str(error)
+            raise NoInterpreter(f"--python {printable(python)}: cannot use it: {why}") from None
     environ = os.environ if environ is None else environ
     problems: list[str] = []
     own: Optional[Environment] = None  # an activated environment that is fwdlint's own
@@ -337,10 +352,14 @@ def _finder_roots(site: Path, line: str) -> list[Path]:
 
 
 def _literal_assignment(path: Path, name: str) -> object:
-    """The literal value assigned to ``name`` at the top of a Python file (never imported)."""
+    """The literal value assigned to ``name`` at the top of a Python file (never imported). A file
+    too deeply nested for the parser (``RecursionError``, ``MemoryError``) is skipped with a warning."""
     try:
         tree = ast.parse(_read_text(path))
     except (SyntaxError, ValueError):
+        return None
+    except (RecursionError, MemoryError) as error:
+        _skip(path, f"too deeply nested to read ({type(error).__name__})")
         return None
     for node in tree.body:
         targets = node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(
@@ -348,7 +367,10 @@ def _literal_assignment(path: Path, name: str) -> object:
         if any(isinstance(t, ast.Name) and t.id == name for t in targets):
             try:
                 return ast.literal_eval(node.value)  # type: ignore[union-attr, arg-type]
-            except (ValueError, TypeError, SyntaxError, RecursionError):
+            except (ValueError, TypeError, SyntaxError):
+                return None
+            except (RecursionError, MemoryError) as error:
+                _skip(path, f"too deeply nested to read ({type(error).__name__})")
                 return None
     return None
 
@@ -361,11 +383,27 @@ def _files(directory: Path) -> list[Path]:
 
 
 def _read_text(path: Path) -> str:
+    """A ``pyvenv.cfg``, ``.pth`` or finder file: a regular file of at most ``_MAX_TEXT`` bytes; anything
+    else (a FIFO, a device, a huge file) is skipped with a warning, never waited for or read whole."""
+    from lint_rules.bounded import Refused, read_regular
+
     try:
-        with open(path, "rb") as handle:
-            return handle.read(_MAX_TEXT).decode("utf-8", "replace")
+        return read_regular(path, _MAX_TEXT).decode("utf-8", "replace")
+    except Refused as refused:
+        _skip(path, str(refused))
     except OSError:
-        return ""
+        pass
+    return ""
+
+
+#: The environment files skipped while ``find`` reads an environment: one warning line each.
+_SKIPPED: list[str] = []
+
+
+def _skip(path: Path, why: str) -> None:
+    line = f"fwdlint: warning: {shown(path)} {why}: skipped (the environment is read without it)"
+    if line not in _SKIPPED:
+        _SKIPPED.append(line)
 
 
 def _with_finders(roots: tuple[Path, ...]) -> tuple[Path, ...]:

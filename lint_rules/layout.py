@@ -60,9 +60,12 @@ def find_root(path: Path, known: Optional[dict[Path, Optional[Path]]] = None) ->
     """The nearest directory at or above ``path`` that holds a project marker. ``known``: the
     directories already looked at and their roots, kept by the caller for one run (the checked
     files' directories share most of their way up)."""
-    directory = path.resolve()
-    if directory.exists() and not directory.is_dir():  # a directory that is not there yet (a new file's,
-        directory = directory.parent                  # named by --stdin-filename) is walked from itself
+    try:
+        directory = path.resolve()
+        if directory.exists() and not directory.is_dir():  # a directory that is not there yet (a new file's,
+            directory = directory.parent                  # named by --stdin-filename) is walked from itself
+    except (OSError, RuntimeError):  # a symlink loop, a name too long, a directory we may not search:
+        directory = Path(os.path.abspath(path)).parent  # the file's own error line says so; walk from above
     known = {} if known is None else known
     walked = []
     root: Optional[Path] = None

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, NamedTuple, Optional, Union
 
 from lint_rules import environment
 from lint_rules.diagnostics import Diagnostic, FileError
+from lint_rules.environment import distribution_version
 from lint_rules.layout import modules_in
 
 if TYPE_CHECKING:
@@ -31,6 +32,10 @@ if TYPE_CHECKING:
 
 FORMAT = "3"  # of the stored value
 _PREFIX = "R:"  # the store's slot for stored runs: "R:" + the first checked path (pruned with it)
+#: Distributions whose installed version a rule reads (``ProjectIndex.installed_version``): FWD201's
+#: severity and help follow torch's. Each is part of a run's key (tests/test_honest_caches.py finds
+#: every ``installed_version`` call of the rules and checks that it is named here).
+VERSIONED = ("torch",)
 
 
 def code_digest(package: Path = Path(__file__).parent) -> str:
@@ -63,6 +68,7 @@ class Lookup:
         parts: list[object] = [FORMAT, _own_code(), sys.version_info[:2], os.getcwd(), repr(run.config),
                                run.select, run.ignore, run.exclude, run.per_file_ignores, str(run.project_root),
                                env.python, [str(root) for root in env.roots], env.version,
+                               [distribution_version(env.roots, name) for name in VERSIONED],
                                [(path, _text(key)) for path, key in zip(paths, given)]]
         for root, group in sorted(session.by_root(paths).items(), key=lambda item: str(item[0])):
             view = session.view_paths(root, group)
@@ -93,6 +99,8 @@ class Lookup:
         session = self.session
         cache, keys = session.store.cache, session.store.keys
         if cache is None or any(keys.get((path, True), key) != key for path, key in self.keys.items()):
+            return
+        if session.store.failed:  # a timeout or a memory limit is not what the files say: never replayed
             return
         probed = [self._recorded(probe, keys) for view in session.views.values() for probe in view.probed]
         value = {"format": FORMAT, "probed": probed,

@@ -97,6 +97,8 @@ def _entry(path: str, index: int, item: Any) -> Entry:
         if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
             what = {str: "a string", int: "an integer", bool: "true or false"}[kind]
             raise RecordError(f"{path}: entry {index}: '{name}' is missing or not {what}")
+        if kind is str and "\0" in value:  # a path no system opens
+            raise RecordError(f"{path}: entry {index}: '{name}' holds a NUL character")
     base = os.path.dirname(os.path.abspath(path))
     return Entry(item["class"], item["method"], item["marked"], item["wrapper"], item["defined_in"],
                  _anchored(item["file"], base, False), item["line"], _anchored(item["site"], base, True), item["test"],
@@ -108,6 +110,8 @@ def parse(path: str, text: str) -> list[Entry]:
     a schema this version reads."""
     try:
         data = json.loads(text)
+    except RecursionError:  # '[' x 100,000
+        raise RecordError(f"{path}: not a fwdlint record: JSON nested too deeply") from None
     except ValueError as exc:
         if f'"{FORMAT}"' in text:  # a record whose writer was stopped, or an edit gone wrong
             raise RecordError(f"{path}: fwdlint record truncated or corrupted ({exc})") from None
@@ -127,14 +131,23 @@ def parse(path: str, text: str) -> list[Entry]:
 
 
 def load(path: str) -> list[Entry]:
+    """The entries of the record at ``path``: a regular file of at most ``bounded.RECORD_LIMIT`` bytes
+    (``from-record = "/dev/zero"`` or a FIFO is one line, never all memory or a hang)."""
+    from lint_rules.bounded import RECORD_LIMIT, Refused, printable, read_regular
+
     try:
-        with open(path, encoding="utf-8") as handle:
-            text = handle.read()
+        data = read_regular(path, RECORD_LIMIT)
     except FileNotFoundError:
         raise RecordError(f"{path}: no such record") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise RecordError(f"{path}: cannot read the record: {exc}") from None
+    except Refused as exc:
+        raise RecordError(f"{printable(path)}: the record {exc}") from None
+    try:
+        text = data.decode("utf-8-sig")  # a byte order mark, as editors on Windows write it, is read past
+    except UnicodeDecodeError as exc:
+        raise RecordError(f"{path}: cannot read the record: not UTF-8 (byte 0x{data[exc.start]:02x} "
+                          f"at offset {exc.start})") from None
     return parse(path, text)
+
 
 
 def combined(entries: Iterable[Entry]) -> list[Entry]:

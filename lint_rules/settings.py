@@ -235,8 +235,12 @@ def find_config(start: Path) -> Optional[ConfigFile]:
 def read_config_file(path: Path, required: bool) -> Optional[ConfigFile]:
     """The fwdlint settings of ``path`` (TOML if it ends in ``.toml``, else INI); None if it has
     none (a ``ConfigError`` instead when ``required``, as for ``--config``)."""
+    from lint_rules.bounded import CONFIG_LIMIT, Refused, read_regular
+
     try:
-        data = path.read_bytes()
+        data = read_regular(path, CONFIG_LIMIT)  # never /dev/zero, a FIFO or gigabytes
+    except Refused as exc:
+        raise ConfigError(f"{shown(path)}: error: the configuration file {exc}") from None
     except OSError as exc:
         raise ConfigError(f"{shown(path)}: error: cannot read configuration file: {exc.strerror or exc}") from None
     toml = path.suffix == ".toml"
@@ -268,6 +272,8 @@ def _read_toml(path: Path, text: str) -> Optional[ConfigFile]:
         document = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{shown(path)}: error: invalid TOML: {exc}") from None
+    except RecursionError:  # select = [[[...500 levels...]]]
+        raise ConfigError(f"{shown(path)}: error: invalid TOML: arrays or tables nested too deeply") from None
     tool = document.get("tool")
     if not isinstance(tool, dict) or "fwdlint" not in tool:
         return None

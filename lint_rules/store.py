@@ -416,6 +416,9 @@ class FactsStore:
         self.keys: dict[tuple[str, bool], str] = {}  # (path, locate) -> the content key its facts were got by
         self.pool: Optional[workers.Pool] = None  # the parser processes, started by the first miss
         self.packages: dict[Path, tuple[tuple[str, ...], Path]] = {}  # directories' packages (module_name_for)
+        # files whose parser process failed (timed out, out of memory, crashed): this machine's and these
+        # limits' verdict, never the file's, so neither their facts nor a run's findings are stored
+        self.failed: set[str] = set()
 
     def facts(self, path: str, locate: bool = True, data: Optional[bytes] = None,
               module: Optional[tuple[str, bool]] = None) -> Outcome:
@@ -474,6 +477,7 @@ class FactsStore:
             if not isinstance(outcome, (FileFacts, FileError)):  # a workers.Failure: not cached, another machine
                 # or limit may do better
                 outcomes[position] = FileError(path, outcome.reason)
+                self.failed.add(path)
                 continue
             outcomes[position] = outcome
             if self.cache is not None:

@@ -85,12 +85,24 @@ def memory_limit() -> Optional[int]:
         return None
     asked = _env_number("FWDLINT_WORKER_MEMORY", -1)
     if asked >= 0:
-        return int(asked * 2**20) or None
+        return _within_inherited(int(asked * 2**20) or None)
     try:
         physical = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
     except (ValueError, OSError):
-        return None
-    return max(_MIN_MEMORY, physical // ((os.cpu_count() or 1) + 1))
+        return _within_inherited(None)
+    return _within_inherited(max(_MIN_MEMORY, physical // ((os.cpu_count() or 1) + 1)))
+
+
+def _within_inherited(limit: Optional[int]) -> Optional[int]:
+    """``limit``, lowered to the address-space limit this process inherited (``ulimit -v``): a worker
+    may lower its limit, never raise it (raising above the hard limit is a ``ValueError``)."""
+    try:
+        import resource
+
+        inherited = [value for value in resource.getrlimit(resource.RLIMIT_AS) if value != resource.RLIM_INFINITY]
+    except (ImportError, OSError, ValueError):
+        return limit
+    return min([*inherited, *([limit] if limit else [])], default=None)
 
 
 def cpus() -> int:
@@ -384,6 +396,8 @@ def serve(parent: int, memory: int, preload: Sequence[str]) -> None:
     if memory:
         import resource
 
+        _, hard = resource.getrlimit(resource.RLIMIT_AS)
+        memory = memory if hard == resource.RLIM_INFINITY else min(memory, hard)  # lower, never raise
         resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
     sys.setrecursionlimit(RECURSION_LIMIT)
     threading.stack_size(min(STACK_BYTES, memory // 4 & ~0xFFFF) if memory else STACK_BYTES)  # the stack counts too

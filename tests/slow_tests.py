@@ -33,6 +33,7 @@ SLOW: dict[str, str] = {
     "test_vocabulary.py": "imports torch and lightning to read their names",
     "test_store.py::test_damaged_cache_is_rebuilt[": "every kind of damage",
     "test_hostile_inputs.py": "hostile files, some huge, and unreadable ones",
+    "test_fix_bounded.py::test_a_fix_that_needs_more_memory": "LibCST parses 40,000 lines under a memory limit",
     "test_paths.py::test_exclude_patterns_match_the_printed_paths[": "every pattern form",
     "test_paths.py::test_a_root_far_above_gives_a_bounded_view": "a project root above 5,000 files",
     "test_output_formats.py::test_sarif_of_every_rule_fixture_is_valid[": "every rule's fixtures as SARIF",

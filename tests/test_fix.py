@@ -15,6 +15,7 @@ from fixture_cases import FIXTURES, ROOT, run_cli
 
 from lint_rules.fix import run as fix
 from lint_rules.engine import Run, analyse
+from lint_rules.fix import isolated
 from lint_rules.fix import verify as fix_verify
 from lint_rules.fix.verify import FixRefused, verify
 from lint_rules.rules.fwd001_unmarked_entry import fix_decorator
@@ -102,6 +103,7 @@ def test_refused_fix_leaves_the_file_untouched(tmp_path: Path, monkeypatch: pyte
         raise FixRefused("the fixed source does not compile: test")
 
     monkeypatch.setattr(fix_verify, "verify", refuse)
+    monkeypatch.setattr(isolated, "IN_PROCESS", True)  # the patched gate is this process's
     run = _fix(target)
     assert target.read_bytes() == BAD
     assert [e.message for e in run.errors] == ["fix not applied: the fixed source does not compile: test"]
@@ -240,6 +242,7 @@ def test_fixer_only_parses_files_with_findings(tmp_path: Path, monkeypatch: pyte
     original = fix_decorator.fix_source
     monkeypatch.setattr(fix_decorator, "fix_source",
                         lambda path, old, d: seen.append(os.path.basename(path)) or original(path, old, d))
+    monkeypatch.setattr(isolated, "IN_PROCESS", True)  # the patched fixer is this process's
     fix.plan([str(p) for p in sorted(tmp_path.iterdir())], Run())
     assert seen == ["m.py"]
 
@@ -311,6 +314,7 @@ def _fake_fix(monkeypatch: pytest.MonkeyPatch, edit) -> None:
         return fix_verify.FileFix(path, old, edit(old), fixed=list(diagnostics))
 
     monkeypatch.setattr(fix_decorator, "fix_source", fix_source)
+    monkeypatch.setattr(isolated, "IN_PROCESS", True)  # the replaced fixer is this process's
 
 
 @pytest.mark.parametrize("edit,reason", [

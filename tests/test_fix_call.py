@@ -148,6 +148,7 @@ def test_one_line_suite_is_not_edited(tmp_path: Path) -> None:
 def test_refused_call_fix_leaves_files_untouched(tmp_path: Path, monkeypatch) -> None:
     from lint_rules.engine import Run
     from lint_rules.fix import run as fix
+    from lint_rules.fix import isolated
     from lint_rules.fix import verify as fix_verify
     from lint_rules.fix.verify import FixRefused
 
@@ -158,6 +159,7 @@ def test_refused_call_fix_leaves_files_untouched(tmp_path: Path, monkeypatch) ->
         raise FixRefused("the fixed source does not compile: test")
 
     monkeypatch.setattr(fix_verify, "verify", refuse)
+    monkeypatch.setattr(isolated, "IN_PROCESS", True)  # the patched gate is this process's
     monkeypatch.chdir(work)
     run = fix.plan(["model.py", "train.py"], Run(), style="call")
     fix.write(run)

@@ -18,7 +18,7 @@ from lint_rules.facts.model import WrapSite
 from lint_rules.fix.imports import ensure_import
 from lint_rules.fix.locate import parse_for_edit, simple_statements_by_line
 from lint_rules.fix.result import FileFix
-from lint_rules.source import decode, read_source
+from lint_rules.source import decode
 
 FSDP_MODULE = "torch.distributed.fsdp"
 
@@ -56,11 +56,27 @@ _REGISTER_IMPORTS = {"fsdp2": (FSDP_MODULE, contract.FSDP_REGISTER_CALL),
                      "accelerate": (contract.DECORATOR_MODULE, contract.MARK_METHOD_CALL)}
 
 
-def register_after_sites(path: str, plan: Sequence[tuple[WrapSite, Sequence[str]]]) -> FileFix:
+def register_after_sites(path: str, plan: Sequence[tuple[WrapSite, Sequence[str]]], jobs: int = 1) -> FileFix:
     """Insert, right after each set-up statement, one registration per method name: Fabric's
     ``model.mark_forward_method("m")``, FSDP2's ``register_fsdp_forward_method(model, "m")``, or
-    ``runtime_shim``'s ``mark_forward_method(ddp, "m")`` for DDP and FSDP1, with the imports."""
-    old = read_source(path)
+    ``runtime_shim``'s ``mark_forward_method(ddp, "m")`` for DDP and FSDP1, with the imports. Parsed
+    and edited in a parser worker (``isolated``), as every fix is."""
+    from lint_rules.fix import isolated, verify
+
+    return isolated.run(_register, [(path, (tuple(plan),))], jobs, [()], verify.text_problem)[0]
+
+
+def _register(path: str, old: bytes, plan: Sequence[tuple[WrapSite, Sequence[str]]]) -> FileFix:
+    """``register_after_sites``' edit of ``old``, the text of the file at ``path`` (in a worker)."""
+    from lint_rules.source import one_line
+
+    try:
+        return _edit(path, old, plan)
+    except (cst.ParserSyntaxError, RecursionError, SyntaxError, UnicodeDecodeError) as error:
+        return FileFix(path, old, old, error=f"fix not applied: {one_line(error)}")
+
+
+def _edit(path: str, old: bytes, plan: Sequence[tuple[WrapSite, Sequence[str]]]) -> FileFix:
     text = decode(old)
     module, tail = parse_for_edit(old)
     statements = simple_statements_by_line(module)

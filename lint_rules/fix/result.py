@@ -33,6 +33,9 @@ class FileFix:
     unfixed: list[Unfixed] = field(default_factory=list)
     error: Optional[str] = None
     may_change: frozenset[int] = frozenset()
+    # the text gate's verdict (``verify.text_problem``), given by the worker that made the fix (``checked``)
+    checked: bool = False
+    text_problem: Optional[str] = None
 
     @property
     def changed(self) -> bool:

@@ -18,15 +18,15 @@ reported as not fixed, with the reason.
 from __future__ import annotations
 
 import codecs
-import difflib
 import functools
 from collections import Counter
 from typing import TYPE_CHECKING, AbstractSet, Callable, Optional, Sequence
 
 from lint_rules.diagnostics import Diagnostic, FileError
 from lint_rules.facts.model import FileFacts
+from lint_rules.fix import isolated
 from lint_rules.fix.result import FileFix, Unfixed
-from lint_rules.source import decode, one_line, read_source, source_encoding
+from lint_rules.source import decode, one_line, source_encoding
 
 if TYPE_CHECKING:
     from lint_rules.engine import Result, Run
@@ -55,18 +55,35 @@ def verify(old: bytes, new: bytes, may_change: AbstractSet[int], path: str) -> N
             raise FixRefused("the fix would change the source encoding")
     except SyntaxError as error:
         raise FixRefused(f"the fixed source has an unreadable encoding: {error.msg}") from None
-    old_lines = old.removeprefix(BOM).splitlines(keepends=True)
-    new_lines = new.removeprefix(BOM).splitlines(keepends=True)
-    matcher = difflib.SequenceMatcher(None, old_lines, new_lines, autojunk=False)
-    for tag, i1, i2, _, _ in matcher.get_opcodes():
-        if tag in ("replace", "delete"):
-            outside = [line for line in range(i1 + 1, i2 + 1) if line not in may_change]
-            if outside:
-                raise FixRefused(f"the fix would change existing line {outside[0]}")
+    lost = first_line_not_kept(old.removeprefix(BOM).splitlines(keepends=True),
+                               new.removeprefix(BOM).splitlines(keepends=True), may_change)
+    if lost is not None:
+        raise FixRefused(f"the fix would change existing line {lost}")
     try:
         compile(new, path, "exec", dont_inherit=True)
     except (SyntaxError, ValueError) as error:
         raise FixRefused(f"the fixed source does not compile: {error}") from None
+
+
+def first_line_not_kept(old: Sequence[bytes], new: Sequence[bytes], may_change: AbstractSet[int]) -> Optional[int]:
+    """The first old line (1-based) outside ``may_change`` that ``new`` does not keep, or None.
+
+    The old lines outside ``may_change`` must appear in ``new``, whole and in their order, with any
+    lines between them: only whole lines were added, besides the declared ones. That is a subsequence
+    test, and matching each line at its first occurrence from where the last match ended decides it
+    in one pass, O(old + new). (``difflib.SequenceMatcher(autojunk=False)``, used before, is quadratic
+    in repeated lines: a finding and 20,000 ``x = 1`` lines took 43 s; and its answer depended on
+    which of many equal diffs it chose, where the property itself does not.)"""
+    position = 0
+    for number, line in enumerate(old, 1):
+        if number in may_change:
+            continue
+        while position < len(new) and new[position] != line:
+            position += 1
+        if position == len(new):
+            return number
+        position += 1
+    return None
 
 
 def refuse(file: FileFix, reason: str) -> None:
@@ -77,12 +94,20 @@ def refuse(file: FileFix, reason: str) -> None:
     file.new = file.old
 
 
-def check_text(file: FileFix) -> None:
-    """Step 1 and the compile of step 2 for one changed file (refused in place)."""
+def text_problem(file: FileFix) -> Optional[str]:
+    """Step 1 and the compile of step 2 for one changed file: why it is refused, or None."""
     try:
         verify(file.old, file.new, file.may_change, file.path)
     except FixRefused as refused:
-        refuse(file, str(refused))
+        return str(refused)
+    return None
+
+
+def check_text(file: FileFix) -> None:
+    """``text_problem``, refused in place; the verdict of the worker that made the fix if it gave one."""
+    problem = file.text_problem if file.checked else text_problem(file)
+    if problem is not None:
+        refuse(file, problem)
 
 
 def relint(files: Sequence[FileFix], analysis: "Result", run: "Run") -> None:
@@ -137,44 +162,26 @@ def _findings_problem(file: FileFix, session, analysis: "Result", views: dict, b
     return None
 
 
-def fix_file(fix_source: Callable[[str, bytes, Sequence[Diagnostic]], FileFix],
-             task: tuple[str, tuple[Diagnostic, ...]]) -> FileFix:
-    """Run a fixer's ``fix_source`` on one file; a file that cannot be read or parsed becomes an error
-    line and its findings unfixed. Module-level with a module-level ``fix_source``, so ``-j N``
-    workers can run it (``fix_files``)."""
+def fix_file(fix_source: Callable[[str, bytes, Sequence[Diagnostic]], FileFix], path: str, data: bytes,
+             diagnostics: tuple[Diagnostic, ...]) -> FileFix:
+    """Run a fixer's ``fix_source`` on one file's text; a file that cannot be parsed becomes an error
+    line and its findings unfixed. Module-level with a module-level ``fix_source``, so the workers can
+    run it (``fix_files``)."""
     import libcst as cst
 
-    path, diagnostics = task
-    data = b""
     try:
-        data = read_source(path)
         return fix_source(path, data, diagnostics)
-    except (OSError, cst.ParserSyntaxError, RecursionError, SyntaxError, UnicodeDecodeError) as error:
+    except (cst.ParserSyntaxError, RecursionError, SyntaxError, UnicodeDecodeError) as error:
         try:
             source: Optional[str] = decode(data)
         except (SyntaxError, UnicodeDecodeError, LookupError):
             source = None
-        return _not_applied(path, one_line(error, source, path), diagnostics)
-
-
-def _not_applied(path: str, reason: str, diagnostics: Sequence[Diagnostic]) -> FileFix:
-    """A file left untouched: the error line says why, its findings are unfixed."""
-    return FileFix(path, error=f"fix not applied: {reason}", unfixed=[Unfixed(d, "fix failed") for d in diagnostics])
+        return isolated.not_applied(path, one_line(error, source, path), diagnostics)
 
 
 def fix_files(fix_source: Callable[[str, bytes, Sequence[Diagnostic]], FileFix],
               tasks: Sequence[tuple[str, tuple[Diagnostic, ...]]], jobs: int) -> list[FileFix]:
-    """``fix_file`` over ``tasks`` in order; with ``jobs`` > 1 in ``workers`` processes, where a
-    worker that dies costs its file only."""
-    from lint_rules import workers
-
-    function = functools.partial(fix_file, fix_source)
-    if jobs <= 1 or len(tasks) <= 1:
-        return [function(task) for task in tasks]
-    pool = workers.Pool(jobs, preload=(fix_source.__module__,))
-    try:
-        results = pool.map(function, tasks)
-    finally:
-        pool.close()
-    return [_not_applied(path, result.reason, found) if isinstance(result, workers.Failure) else result
-            for (path, found), result in zip(tasks, results)]
+    """``fix_file`` over ``tasks`` in order, each in a parser worker (``isolated``: the same memory,
+    time and crash isolation as a parse, at any ``jobs``), where a worker that dies costs its file only."""
+    return isolated.run(functools.partial(fix_file, fix_source), [(path, (found,)) for path, found in tasks], jobs,
+                        [found for _, found in tasks], text_problem)
