@@ -98,8 +98,9 @@ RUN_VARIANTS = {
     "select": ("FWD001",), "ignore": ("FWD002",), "exclude": ("x.py",),
     "per_file_ignores": (("x.py", ("FWD001",)),), "project_root": Path("/elsewhere"),
 }
-#: Run fields that change how a run is done, never what it finds.
-NOT_INPUTS = {"config", "jobs", "cache", "cache_dir", "start", "progress", "environment"}
+#: Run fields that change how a run is done, never what it finds (``coverage``: a stored run that did
+#: not count module classes is not reused by one that asks, ``engine.analyse``).
+NOT_INPUTS = {"config", "jobs", "cache", "cache_dir", "start", "progress", "environment", "coverage"}
 
 
 def _key(tmp_path: Path, run: Run) -> str:

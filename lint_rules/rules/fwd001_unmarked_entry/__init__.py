@@ -16,12 +16,13 @@ or, for classes you cannot edit, ``model.mark_forward_method("generate")`` after
 ``model = fabric.setup(model)`` (``register_fsdp_forward_method(model, "generate")`` for FSDP2).
 
 What is checked
-    Classes deriving from ``nn.Module`` (any import style or alias), ``LightningModule``
-    (``lightning``, ``lightning.pytorch``, ``pytorch_lightning``), known library bases
-    (``PreTrainedModel``, ``ModelMixin``), the ``module-bases`` option, and classes deriving from
-    any of these in the analysed project, across files. Plain classes that an analysed module
-    class inherits (mixins such as ``GenerationMixin``) are checked too: their methods run on
-    modules.
+    Module classes: those whose bases, read from the project and the installed packages of the
+    environment fwdlint reads (torch's own sources too), reach ``torch.nn.Module``, under any
+    import style or alias and through any base (``LightningModule``, ``PreTrainedModel``,
+    ``torch.nn.modules.loss._Loss``); and those deriving from a class named in the
+    ``module-bases`` option. Plain classes that an analysed module class inherits (mixins such as
+    ``GenerationMixin``) are checked too: their methods run on modules. Where a verdict depends
+    on a name that cannot be read there, FWD005 says so (its documentation is the policy).
 
 What counts as computation
     ``self(...)``, ``self.forward(...)``, ``self.__call__(...)``, ``super().forward(...)``; calling a
@@ -43,13 +44,20 @@ What counts as computation
     (``multi_apply(self.loss_single, feats)``). Reached directly or through other methods of the
     class and its bases (any depth, recursion allowed; an abstract helper through its overrides),
     including nested functions, lambdas and comprehensions. See ``lint_rules/computation.py`` for
-    what makes an attribute a submodule: its type first (classes, factories and the functions that
-    build it are read, installed ones included; ``self.enc = load_model(path)`` has the class
+    what makes an attribute a submodule: its type first, the union of what the class, its bases
+    and its subclasses anywhere in the project assign to it (classes, factories and the functions
+    that build it are read, installed ones included; ``self.enc = load_model(path)`` has the class
     ``load_model`` returns, so ``self.enc.blocks(x)`` is judged by that class); a function or a
     class stored as an attribute, or an object of a class that is not a module (matchers,
-    tokenizers, samplers), never is; only
-    when the type cannot be found, module methods used on it (``.eval()``, ``.parameters()``,
-    ``.to()``) or the class's own ``forward`` calling it make it one.
+    tokenizers, samplers), never is; only when the type is unknown by nature (an unannotated
+    constructor argument, a registry's build), module methods used on it (``.eval()``,
+    ``.parameters()``, ``.to()``) or the class's own ``forward`` calling it make it one. A method
+    called on such a module is computation if a module class of the project defines a method of
+    that name that computes, or, last, if its name is one of the conventions listed in
+    ``lint_rules/vocabulary.py`` (``generate``, ``encode``, ``forward_*``). Self or a submodule
+    handed to a plain object that keeps it and runs it from its methods (``BeamSearch(self)
+    .search(x)``, ``self.searcher = BeamSearch(self)`` then ``self.searcher.search(x)``, a function
+    that builds one) counts as well.
 
 Never reported
     ``forward``, ``__call__`` and other dunders; static and class methods; properties (they
