@@ -2,7 +2,7 @@
 """The wrappers' own test suites with the runtime shim loaded: same outcomes as without it?
 
     python benchmarks/wrapper_suites.py --lightning <lightning-checkout> --pytorch <pytorch-checkout>
-        [--modes baseline,default,auto-warn] [--timeout 900] [--tail 6] [--json out.json]
+        [--modes baseline,default,auto-warn] [--timeout 3600] [--tail 6] [--json out.json]
 
 Not a test (no assertions). A patch of a wrapper must accept everything the wrapper accepts and
 change nothing the wrapper's own tests observe. This runs selected test files of Lightning Fabric
@@ -26,10 +26,18 @@ interpreter and in a spawned child, that the shim is (or, for the baseline, is n
 
 The suites are not in the wheels; bring them outside this repository (never copy them in):
 
-* ``--lightning DIR``: a Lightning checkout (``DIR/tests/tests_fabric``), at the tag matching the
-  installed ``lightning`` (2.6.6 is not tagged in the snapshot; 2.6.5's ``src/lightning/fabric`` is
-  byte-identical to the installed 2.6.6 package, so its tests are used). Run from ``DIR/tests`` as
-  rootdir so the suite's ``conftest.py`` and ``tests_fabric.helpers`` are used.
+* ``--lightning DIR``: a Lightning checkout (``DIR/tests/tests_fabric``, ``DIR/tests/tests_pytorch``
+  and ``DIR/pyproject.toml``, which holds Lightning's pytest settings: strict markers, strict xfail,
+  ``FutureWarning`` as an error), at the tag matching the installed ``lightning`` (2.6.6 is not tagged
+  in the snapshot; 2.6.5's ``src/lightning/fabric`` is byte-identical to the installed 2.6.6 package,
+  so its tests are used): ``git archive 2.6.5 tests pyproject.toml | tar -x -C DIR``. Run from
+  ``DIR/tests`` as rootdir so the suites' ``conftest.py`` and helpers are used. Needs
+  ``pytest-rerunfailures`` (PyPI; Lightning's ``flaky`` marks) in the environment. The Lightning set:
+  Fabric's ``test_wrappers.py`` and ``test_fabric.py``, all of Fabric's ``strategies/`` and
+  ``utilities/`` and all of ``tests_pytorch/strategies/`` (Lightning's own ``module_to_device`` tests
+  are there: they hand ``Mock`` objects to what the shim patches), one pytest run per directory.
+  Expect 5 failures in every mode, baseline included: ``utilities/test_optimizer.py::test_optimizer_to_device``
+  after ``test_distributed.py`` renamed torch's private backend to ``pcu`` in the same process.
 * ``--pytorch DIR``: a directory laid out like PyTorch's repository with ``test/distributed/...``
   files matching the installed torch. The DDP tests live in the wheel
   (``torch.testing._internal.distributed.distributed_test``); ``test_distributed_spawn.py`` is
@@ -81,9 +89,9 @@ class Suite:
 
 
 LIGHTNING = tuple(
-    Suite("lightning", "tests", f"tests_fabric/{name}")
-    for name in ("test_wrappers.py", "test_fabric.py", "strategies/test_ddp.py",
-                 "strategies/test_fsdp.py", "strategies/test_model_parallel.py")
+    Suite("lightning", "tests", path)
+    for path in ("tests_fabric/test_wrappers.py", "tests_fabric/test_fabric.py", "tests_fabric/strategies/",
+                 "tests_fabric/utilities/", "tests_pytorch/strategies/")
 )
 
 PYTORCH = (
@@ -236,6 +244,24 @@ def print_table(rows: list[tuple[Suite, str, Result]]) -> None:
               f"{res.count('errors'):4} {res.seconds:6.1f}  {res.note}")
 
 
+def print_comparison(rows: list[tuple[Suite, str, Result]]) -> None:
+    """Per suite and mode: tests compared with the baseline (ran in either), same outcome, differing."""
+    base = {suite: res for suite, mode, res in rows if mode == "baseline"}
+    print(f"\n{'suite':58} {'mode':10} {'compared':>8} {'same':>6} {'differ':>6}")
+    totals: dict[str, list[int]] = {}
+    for suite, mode, res in rows:
+        if mode == "baseline" or suite not in base:
+            continue
+        compared = len(set(base[suite].outcomes) | set(res.outcomes))
+        differ = len(differences(base[suite], res)) if res.outcomes else compared
+        total = totals.setdefault(mode, [0, 0])
+        total[0] += compared
+        total[1] += differ
+        print(f"{suite.repo + ':' + suite.path:58} {mode:10} {compared:8} {compared - differ:6} {differ:6}")
+    for mode, (compared, differ) in totals.items():
+        print(f"{'all':58} {mode:10} {compared:8} {compared - differ:6} {differ:6}")
+
+
 def print_differences(rows: list[tuple[Suite, str, Result]], tail: int) -> int:
     base = {suite: res for suite, mode, res in rows if mode == "baseline"}
     count = 0
@@ -260,7 +286,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--lightning", type=Path, help="Lightning checkout (contains tests/tests_fabric)")
     parser.add_argument("--pytorch", type=Path, help="PyTorch-like tree (contains test/distributed)")
     parser.add_argument("--modes", default=",".join(MODES), help="comma-separated, of: " + ", ".join(MODES))
-    parser.add_argument("--timeout", type=float, default=900.0, help="seconds per pytest run")
+    parser.add_argument("--timeout", type=float, default=3600.0, help="seconds per pytest run")
     parser.add_argument("--tail", type=int, default=6, help="lines of each differing test's message")
     parser.add_argument("--only", default="", help="run only suite files whose path contains this")
     parser.add_argument("--json", type=Path, help="also write all outcomes here")
@@ -286,6 +312,7 @@ def main(argv: list[str] | None = None) -> int:
                 rows.append((suite, mode, res))
     print()
     print_table(rows)
+    print_comparison(rows)
     changed = print_differences(rows, args.tail)
     print(f"\n{changed} test outcome(s) differ from the baseline")
     if args.json:

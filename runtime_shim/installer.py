@@ -15,6 +15,10 @@ before it completes) runs ``check_before_fabric_move`` before ``fabric.setup`` m
 clear ``MetaDeviceError`` on every rank instead of DDP's or ``.to()``'s cryptic failure. FSDP1 and
 FSDP2 are not checked at construction (deferred init is legitimate there).
 
+Only real modules are the shim's business (``wrappers.is_module``): every patched entry point is
+made by ``_entry``, which hands a call whose module argument is anything else (a ``Mock``, even a
+``Mock(spec=nn.Module)``, as Lightning's own tests pass) to the original alone, untouched.
+
 Modes rank ``route`` < ``record`` < ``warn`` < ``error`` (``record`` detects like ``warn``, silently;
 the entries go to ``recorder``): importing ``runtime_shim`` installs ``route`` (wrappers
 of models with marks are guarded for routing only) and never lowers a mode ``install`` was given.
@@ -30,6 +34,7 @@ from __future__ import annotations
 
 import functools
 import importlib
+import inspect
 import sys
 import weakref
 from typing import Any, Callable, Optional
@@ -45,7 +50,7 @@ from runtime_shim.meta import check_before_ddp, check_before_fabric_move
 from runtime_shim.vocabulary import (
     FABRIC_MODULES, FABRIC_MOVING_STRATEGIES, FULLY_SHARD_DEFINED, FULLY_SHARD_EXPORTS, FULLY_SHARD_STEP,
 )
-from runtime_shim.wrappers import is_fabric_module, root_of
+from runtime_shim.wrappers import is_fabric_module, is_module, root_of
 
 _patches: list[tuple[Any, str, Any]] = []  # (owner, attribute, original)
 _finder: Optional[AfterImport] = None
@@ -80,60 +85,95 @@ def _patch(owner: Any, attr: str, make: Callable[[Any], Any]) -> None:
     _patches.append((owner, attr, original))
 
 
-def _patched_init(original: Callable[..., None]) -> Callable[..., None]:
-    @functools.wraps(original)
-    def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
-        original(self, *args, **kwargs)
-        _guard_new(self)
+_ABSENT = object()
 
-    return __init__
+
+def _real_modules(value: Any, lists: bool) -> bool:
+    """``value`` is a real module (``wrappers.is_module``), or with ``lists`` a list or tuple of them."""
+    if lists and isinstance(value, (list, tuple)):
+        return all(is_module(item) for item in value)
+    return is_module(value)
+
+
+def _entry(original: Callable[..., Any], patched: Callable[..., Any], *names: str,
+           lists: bool = False) -> Callable[..., Any]:
+    """Every patched entry point is made here: ``patched`` runs when each argument named is a real
+    module (with ``lists``, or a list or tuple of them; an argument with a default may be left out
+    or None); for anything else, ``original`` runs alone, exactly as unpatched: nothing is read from
+    the argument, nothing is checked or guarded. Names are read off ``original``'s signature (``self``
+    included), once."""
+    parameters = list(inspect.signature(original).parameters.values())
+    slots = [(parameters.index(p), p.name, p.default is not inspect.Parameter.empty)
+             for p in parameters if p.name in names]
+    if len(slots) != len(names):  # a torch or Lightning whose signature moved: say so at patch time
+        raise TypeError(f"runtime_shim cannot patch {original.__qualname__}: it takes no argument {names}")
+
+    @functools.wraps(original)  # also copies fully_shard.state
+    def entry(*args: Any, **kwargs: Any) -> Any:
+        for index, name, optional in slots:
+            value = args[index] if index < len(args) else kwargs.get(name, _ABSENT)
+            if optional and (value is _ABSENT or value is None):
+                continue
+            if not _real_modules(value, lists):
+                return original(*args, **kwargs)
+        return patched(*args, **kwargs)
+
+    return entry
+
+
+def _patched_init(*names: str) -> Callable[[Callable[..., None]], Callable[..., None]]:
+    """A wrapper's constructor that guards the new wrapper; ``names``: its module arguments."""
+
+    def make(original: Callable[..., None]) -> Callable[..., None]:
+        def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
+            original(self, *args, **kwargs)
+            _guard_new(self)
+
+        return _entry(original, __init__, *names)
+
+    return make
 
 
 def _patched_ddp_init(original: Callable[..., None]) -> Callable[..., None]:
-    @functools.wraps(original)
     def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
         if _installed.mode is not None:  # before DDP's device checks and collectives: every rank raises, none hangs
             check_before_ddp(original, self, args, kwargs)
         original(self, *args, **kwargs)
         _guard_new(self)
 
-    return __init__
+    return _entry(original, __init__, "module")
 
 
 def _patched_module_to_device(original: Callable[..., None]) -> Callable[..., None]:
-    @functools.wraps(original)
     def module_to_device(self: Any, module: Any) -> None:
         if _installed.mode is not None:
             check_before_fabric_move(self, module)
         original(self, module)
 
-    return module_to_device
+    return _entry(original, module_to_device, "module")
 
 
 def _patched_fully_shard(original: Callable[..., Any]) -> Callable[..., Any]:
-    @functools.wraps(original)  # also copies fully_shard.state
     def fully_shard(module: Any, *args: Any, **kwargs: Any) -> Any:
         result = original(module, *args, **kwargs)
         for item in result if isinstance(result, (list, tuple)) else (result,):
             _guard_new(item)  # a later fully_shard on an ancestor absorbs this guard
         return result
 
-    return fully_shard
+    return _entry(original, fully_shard, "module", lists=True)
 
 
 def _patched_apply_to_module(original: Callable[..., Any]) -> Callable[..., Any]:
-    @functools.wraps(original)
     def _apply_to_module(modules: Any, *args: Any, **kwargs: Any) -> Any:
         result = original(modules, *args, **kwargs)
         for module in modules:
             _guard_new(module)  # a later fully_shard on an ancestor absorbs this guard
         return result
 
-    return _apply_to_module
+    return _entry(original, _apply_to_module, "modules", lists=True)
 
 
 def _patched_register(original: Callable[..., Any]) -> Callable[..., Any]:
-    @functools.wraps(original)
     def register_fsdp_forward_method(module: Any, method_name: str) -> None:
         original(module, method_name)  # FSDP2 itself: a no-op unless module is an FSDPModule
         if not callable(getattr(type(module), method_name, None)) or not hasattr(module, "__dict__"):
@@ -143,7 +183,7 @@ def _patched_register(original: Callable[..., Any]) -> Callable[..., Any]:
         if record is not None and record.active:
             record.add_mark(module, method_name)
 
-    return register_fsdp_forward_method
+    return _entry(original, register_fsdp_forward_method, "module")
 
 
 def _patch_torch() -> None:
@@ -154,7 +194,7 @@ def _patch_torch() -> None:
         return  # routing waits for FSDP's own import (routing.WATCHED) rather than causing it
     from torch.distributed.fsdp import FullyShardedDataParallel
 
-    _patch(FullyShardedDataParallel, "__init__", _patched_init)
+    _patch(FullyShardedDataParallel, "__init__", _patched_init("module"))
     defining = _try_import(FULLY_SHARD_DEFINED)
     # fully_shard looks its step that turns modules into FSDP modules up in its own globals: patched
     # there, a `fully_shard` the user imported before runtime_shim is covered too
@@ -179,7 +219,7 @@ def _try_import(name: str) -> Any:
 def _patch_fabric(module: Any) -> None:
     cls = getattr(module, "_FabricModule", None)
     if cls is not None:
-        _patch(cls, "__init__", _patched_init)
+        _patch(cls, "__init__", _patched_init("forward_module", "original_module"))
     package = module.__name__.rpartition(".")[0]  # lightning.fabric or lightning_fabric
     for sub, name in FABRIC_MOVING_STRATEGIES:  # imported by the wrappers module before it completes
         strategy = getattr(sys.modules.get(f"{package}.{sub}"), name, None)

@@ -76,7 +76,7 @@ from lint_rules.contract import counted
 from runtime_shim.detect import user_class_name
 from runtime_shim.errors import MetaDeviceError
 from runtime_shim.wrappers import clean_name as _clean_name
-from runtime_shim.wrappers import identify, is_fabric_module
+from runtime_shim.wrappers import identify, is_fabric_module, is_module
 
 MAX_GROUPS = 8
 MAX_PARAMETERS = 10
@@ -343,7 +343,7 @@ def check_before_ddp(init: Callable[..., None], ddp: Any, args: tuple, kwargs: d
     except TypeError:
         return  # DDP reports its own argument errors
     module = bound.arguments.get("module")
-    if not isinstance(module, nn.Module) or not has_meta(module):
+    if not is_module(module) or not has_meta(module):
         return
     ignore = set(getattr(module, "_ddp_params_and_buffers_to_ignore", ()) or ())
     ignore |= {name for name, _ in bound.arguments.get("delay_all_reduce_named_params") or ()}
@@ -359,7 +359,7 @@ def check_before_ddp(init: Callable[..., None], ddp: Any, args: tuple, kwargs: d
 
 def check_before_fabric_move(strategy: Any, module: nn.Module) -> None:
     """Called before a Fabric strategy's ``module.to(root_device)``: raise if it would fail."""
-    if has_meta(module):
+    if is_module(module) and has_meta(module):
         device = getattr(strategy, "root_device", "the device")
         raise_for(find_meta(module), f"Fabric cannot move {user_class_name(module)} to {device} "
                                      f"({type(strategy).__name__}.module_to_device, run by fabric.setup)")

@@ -13,6 +13,14 @@ from torch import nn
 from runtime_shim.vocabulary import FABRIC_MODULES, WRAPPER_PREFIXES
 
 
+def is_module(obj: Any) -> bool:
+    """Is ``obj`` a real ``nn.Module``? The shim's one rule for what is its business: every entry point
+    it patches passes anything else straight to the original, untouched. ``isinstance`` alone is not
+    enough: ``Mock(spec=nn.Module)`` fakes ``__class__`` (Lightning's own tests hand such mocks to
+    ``module_to_device``), but not ``type()``, whose MRO must hold ``nn.Module``."""
+    return isinstance(obj, nn.Module) and nn.Module in type(obj).__mro__
+
+
 def is_fabric_module(obj: Any) -> bool:
     return any(
         k.__name__ == "_FabricModule" and k.__module__ in FABRIC_MODULES for k in type(obj).__mro__
@@ -47,9 +55,9 @@ def root_of(obj: Any) -> Optional[nn.Module]:
     module (Fabric's own tests build ``_FabricModule`` around ``Mock`` objects)."""
     if is_fabric_module(obj):
         original = getattr(obj, "_original_module", None)
-        return original if isinstance(original, nn.Module) else None
+        return original if is_module(original) else None
     found = identify(obj)
-    return found[2] if found is not None else None
+    return found[2] if found is not None and is_module(found[2]) else None
 
 
 def clean_name(name: str) -> str:
