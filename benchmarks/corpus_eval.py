@@ -191,7 +191,9 @@ def lint_env() -> dict[str, str]:
     return env
 
 
-def run_linter(site: Path, files: list[str]) -> tuple[list[Diagnostic], list[dict[str, str]], float]:
+def run_linter(site: Path, files: list[str]
+               ) -> tuple[list[Diagnostic], list[Diagnostic], list[dict[str, str]], float]:
+    """FWD001's findings, FWD005's (verdicts left unchecked, said), the file errors and the time."""
     start = time.perf_counter()
     proc = subprocess.run(lint_cmd(files), cwd=site, env=lint_env(), capture_output=True, text=True)
     elapsed = time.perf_counter() - start
@@ -210,9 +212,11 @@ def run_linter(site: Path, files: list[str]) -> tuple[list[Diagnostic], list[dic
         for d in data.get("diagnostics", [])
         if d.get("code") == CODE
     ]
+    said = [Diagnostic(relpath(str(d["path"]), site), int(d.get("line", 0)), str(d.get("symbol") or ""),
+                       str(d.get("message", ""))) for d in data.get("diagnostics", []) if d.get("code") == "FWD005"]
     errors = [{"path": relpath(str(e.get("path", "")), site), "message": str(e.get("message", ""))}
               for e in data.get("errors", [])]
-    return diags, errors, elapsed
+    return diags, said, errors, elapsed
 
 
 def relpath(p: str, site: Path) -> str:
@@ -397,7 +401,7 @@ def evaluate(site: Path, args: argparse.Namespace) -> int:
     n_cls = len({(lab.path, lab.cls) for lab in labels})
     print(f"labels: {len(labels)} methods in {n_cls} classes, {len(files)} files, "
           f"{sum(lab.verdict == 'report' for lab in labels)} report")
-    diags, errors, _ = run_linter(site, files)
+    diags, said, errors, _ = run_linter(site, files)
     if errors:
         print(f"\nfwdlint reported {len(errors)} file error(s):")
         for e in errors:
@@ -411,6 +415,9 @@ def evaluate(site: Path, args: argparse.Namespace) -> int:
         print(f"\n{title}: {len(items)}")
         for item in items:
             print(item)
+    print(f"\nverdicts left unchecked and said (FWD005): {len(said)}")
+    for d in said:
+        print(f"  {d.path}:{d.line} {d.message}")
     if not args.no_timing:
         timing(site, files, args.runs, [p for p in args.packages.split(",") if p])
     if args.instructions:

@@ -91,7 +91,8 @@ class ClassAnalysis:
         factory in another file) holds whatever they assign."""
         if self._family_sources is None:
             family: dict[str, list[tuple[ClassRef, Source]]] = {}
-            for item in [*self.mro, *self.index.subclasses(self.ref)]:
+            own = self.index.holds(self.ref.file.path)  # an installed class is not extended by the project
+            for item in [*self.mro, *(self.index.subclasses(self.ref) if own else ())]:
                 for name, srcs in item.cls.attrs:
                     family.setdefault(name, []).extend((item, src) for src in srcs)
             self._family_sources = family
@@ -231,14 +232,17 @@ class ClassAnalysis:
         outer_hit, self._hit_active = self._hit_active, False
         self._active.add(key)
         self.index.noting.append(set())
+        outer_provisional, self.index.provisional = self.index.provisional, False
         try:
             result = self._evaluate(position, method, origin or self.mro[position].file)
         finally:
             self._active.discard(key)
             noted = frozenset(self.index.noting.pop())
+            answered_for_now = self.index.provisional
+            self.index.provisional = outer_provisional or answered_for_now
         self._unknowns[key] = noted if result is None else frozenset()
         self.index.note(*noted)
-        provisional = self._hit_active and result is None
+        provisional = (self._hit_active or answered_for_now) and result is None
         self._hit_active = outer_hit or provisional
         if provisional:
             self._pending.append(key)
@@ -249,7 +253,7 @@ class ClassAnalysis:
             # anything it reached. If it computes, the provisional "no"s may be wrong: forget them
             # (asked again, they find the now known "yes"). So the order of definitions never matters.
             for pending in self._pending:
-                if result is None:
+                if result is None and not answered_for_now:  # a "no" of an open question stays open
                     self._chains[pending] = None
             self._pending.clear()
             self._hit_active = False
@@ -310,6 +314,8 @@ class ClassAnalysis:
         elif use.kind == SUB_RESULT and _MODULE_GETTER.fullmatch(use.method) and self.is_submodule(use.name):
             return [method.name, evidence]
         elif use.kind == PASS_CALL:
+            if method.kind == "alias" and self.index.find_class(use.method.rpartition("#")[0], origin) is not None:
+                return None  # `layer_cls = LoraLayer` in a class body: a class kept there, not a method
             inner = self._passed_runs(position, use, origin)
             if inner:
                 return [method.name, evidence, *inner[1:]]
@@ -489,18 +495,17 @@ def _unknown_computes(index: ProjectIndex, method: str) -> bool:
         return False
     known = index.computing_names.get(method)
     if known is None:
-        # Judged with analyses of their own, where this question is answered by the name alone: so
-        # nothing decided while it is open (``inverse`` calling ``inverse`` on its elements) is kept.
-        saved, index.analyses = index.analyses, {}
-        index.computing_names[method] = False
-        try:
-            known = any(index.is_module_class(ref) and analysis_for(index, ref).chain(method) is not None
-                        for facts in list(index.files.values()) for cls in facts.classes
-                        if any(m.name == method and m.kind == "method" for m in cls.methods)
-                        for ref in [ClassRef(facts, cls)])
-        finally:
-            index.analyses = saved
+        index.computing_names[method] = False  # while open: asked again (``inverse`` calling ``inverse`` on its
+        # elements), the answer is "no" for now, and what it decides is not kept (``ClassAnalysis._chain``)
+        index.open_names.add(method)
+        known = any(index.is_module_class(ref) and analysis_for(index, ref).chain(method) is not None
+                    for facts in list(index.files.values()) for cls in facts.classes
+                    if any(m.name == method and m.kind == "method" for m in cls.methods)
+                    for ref in [ClassRef(facts, cls)])
+        index.open_names.discard(method)
         index.computing_names[method] = known
+    elif not known and method in index.open_names:
+        index.provisional = True
     return known
 
 
@@ -520,7 +525,9 @@ def _method_computes(index: ProjectIndex, target: ClassRef, method: str) -> bool
     if found is None:
         if analysis.is_submodule(method):  # self.attention.memory_layer(x): a submodule of it, called
             return True
-        return _unknown_entry(method) and not index.is_complete(target)
+        # Not on the declared class (``model: PreTrainedModel``, then ``self.model.generate``): the
+        # object is of a subclass that has it, which one is unknown, as for a module of unknown class
+        return _unknown_computes(index, method)
     if analysis.chain(method) is not None:
         return True
     if found[1].abstract or found[1].kind == "alias":

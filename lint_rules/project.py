@@ -67,6 +67,8 @@ class ProjectIndex:
     class_marks: dict[str, list[tuple[FileFacts, str, bool]]] = field(default_factory=dict)
     analyses: dict[tuple[str, str], object] = field(default_factory=dict)  # computation.ClassAnalysis
     computing_names: dict[str, bool] = field(default_factory=dict)  # computation._unknown_computes
+    open_names: set[str] = field(default_factory=set)  # ... of them, being answered
+    provisional: bool = False  # an open name was answered "no" for now during the current evaluation
     _module_cache: dict[tuple[str, str], bool] = field(default_factory=dict)
     _mro_cache: dict[tuple[str, str], list[ClassRef]] = field(default_factory=dict)
     _subclasses: Optional[dict[str, list[ClassRef]]] = None  # last name of a base -> classes
@@ -328,6 +330,8 @@ class ProjectIndex:
         if "." not in ref:  # bound by running code at the top of the file; else a local: unknown by nature
             found = origin is not None and ref in origin.run_time_names
             return Unresolved(DYNAMIC, ref, origin.module, path) if found else None  # type: ignore[union-attr]
+        if origin is not None and not any(target.split(".", 1)[0] == head for _, target in origin.imports):
+            return None  # ``hparams.model``: a local's attribute, not a package's name
         if origin is not None and head == origin.module.split(".", 1)[0]:
             return Unresolved(UNREADABLE, ref, head, path)  # the file's own package: it is read
         if not self.package_present(head):
@@ -427,17 +431,6 @@ class ProjectIndex:
             name = f"{package}.{path.stem}" if path.stem != "__init__" else package
             if name not in self.modules:
                 self.module(name)
-
-    def is_complete(self, ref: ClassRef) -> bool:
-        """Are all of the class's bases known (read, or torch's and the builtins' own)? If not,
-        a method it lacks may come from a base that could not be read."""
-        for item in self.mro(ref):
-            for base in item.cls.bases:
-                if never_module(base) or base in TYPING_BASES or is_root(spelled(base)):
-                    continue
-                if self.find_class(base, item.file, load=False) is None:
-                    return False
-        return True
 
     def is_module_mixin(self, ref: ClassRef) -> bool:
         """A plain class that an analysed nn.Module subclass inherits (e.g. GenerationMixin)."""
