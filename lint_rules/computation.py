@@ -43,6 +43,9 @@ Chain = list[str]
 
 #: Uses whose evidence needs no other class or method analysed (``_use_chain``'s cheap cases).
 _DIRECT = frozenset({SELF_CALL, SUB_CALL})
+#: Classes a class-hierarchy question (``_unknown_computes``) analyses at most: on transformers'
+#: models a name such as ``get_input_embeddings`` is defined by hundreds of classes.
+CHA_CANDIDATES = 16
 #: Sources of an attribute that name what it is built from (``unknown_attr`` reads them).
 _NAMED_SOURCES = frozenset({SRC_CALL, SRC_PARAM, SRC_PARAM_CALL, SRC_ANNOTATION, SRC_ELEMENT, SRC_REF})
 
@@ -488,7 +491,8 @@ def _unknown_computes(index: ProjectIndex, method: str) -> bool:
     registry's build, the elements of ``nn.ModuleList(flows)``): computation if its name says so
     (``_unknown_entry``), or if a module class of the project's own files defines a method of
     that name which computes (class-hierarchy analysis: ``self.flows[i].inverse(z)`` where the
-    project's flows implement ``inverse`` with their networks). ``Module``'s own methods never."""
+    project's flows implement ``inverse`` with their networks; the first ``CHA_CANDIDATES`` classes
+    in path order that do anything in it). ``Module``'s own methods never."""
     if _unknown_entry(method):
         return True
     if method in MODULE_METHODS or contract.is_dunder(method):
@@ -499,14 +503,27 @@ def _unknown_computes(index: ProjectIndex, method: str) -> bool:
         # elements), the answer is "no" for now, and what it decides is not kept (``ClassAnalysis._chain``)
         index.open_names.add(method)
         known = any(index.is_module_class(ref) and analysis_for(index, ref).chain(method) is not None
-                    for facts in list(index.files.values()) for cls in facts.classes
-                    if any(m.name == method and m.kind == "method" for m in cls.methods)
-                    for ref in [ClassRef(facts, cls)])
+                    for ref in _owners(index).get(method, ())[:CHA_CANDIDATES])
         index.open_names.discard(method)
         index.computing_names[method] = known
     elif not known and method in index.open_names:
         index.provisional = True
     return known
+
+
+def _owners(index: ProjectIndex) -> dict[str, list[ClassRef]]:
+    """Method name -> the classes of the project's own files whose method of that name does
+    something (has uses: one that does nothing cannot compute), in path order."""
+    if index.method_owners is None:
+        owners: dict[str, list[ClassRef]] = {}
+        for path in sorted(index.files):
+            facts = index.files[path]
+            for cls in facts.classes:
+                for method in cls.methods:
+                    if method.kind == "method" and method.uses:
+                        owners.setdefault(method.name, []).append(ClassRef(facts, cls))
+        index.method_owners = owners
+    return index.method_owners  # type: ignore[return-value]
 
 
 def _unknown_entry(method: str) -> bool:

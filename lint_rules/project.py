@@ -68,6 +68,7 @@ class ProjectIndex:
     analyses: dict[tuple[str, str], object] = field(default_factory=dict)  # computation.ClassAnalysis
     computing_names: dict[str, bool] = field(default_factory=dict)  # computation._unknown_computes
     open_names: set[str] = field(default_factory=set)  # ... of them, being answered
+    method_owners: Optional[dict[str, list[ClassRef]]] = None  # computation._owners
     provisional: bool = False  # an open name was answered "no" for now during the current evaluation
     _module_cache: dict[tuple[str, str], bool] = field(default_factory=dict)
     _mro_cache: dict[tuple[str, str], list[ClassRef]] = field(default_factory=dict)
@@ -108,6 +109,7 @@ class ProjectIndex:
                 self.marked_names.add(mark.name)
         self._subclasses = None
         self._callers = None
+        self.method_owners = None
 
     def with_files(self, replaced: dict[str, FileFacts]) -> "ProjectIndex":
         """A new view of the same project where ``replaced`` (path -> facts) stand for those files:

@@ -142,7 +142,7 @@ def dependents(view: ProjectIndex, ref: ClassRef) -> Iterator[tuple[Unresolved, 
     if not module and base is None:
         return
     analysis = analysis_for(view, ref)  # for a class with an unread base: as if it were a module
-    lightning = module and view.is_lightning_class(ref)
+    lightning = view.is_lightning_class(ref)  # by the names of its bases too: Lightning routes its steps
     called: Optional[set[str]] = None
     for method in ref.cls.methods:
         if never_entry(method, lightning) or view.is_marked(method, ref.file, ref):
