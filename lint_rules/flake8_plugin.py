@@ -70,13 +70,21 @@ def _fwdlint_settings(options: argparse.Namespace) -> dict[str, Any]:
         raise SystemExit(2) from None
     configured = {"module-bases": found.module_bases, "mark-decorators": found.mark_decorators,
                   "forward-helpers": found.forward_helpers, "python-executable": found.python or "",
-                  "from-record": found.from_record or ""}
+                  "from-record": found.from_record or "", "cache-dir": found.cache_dir or ""}
     chosen: dict[str, Any] = {}
     for key, value in configured.items():
         option = getattr(options, f"fwd_{key.replace('-', '_')}", None)
         # given on the command line: it wins; else the configuration, else what flake8 read elsewhere
         chosen[key] = option if _given(key) or (not value and option) else value
         problem = settings.dotted_names_problem(chosen[key]) if key in ("module-bases", "mark-decorators") else None
+        if key == "cache-dir" and chosen[key] and not _given(key) and not value:
+            # a fwd-cache-dir flake8 read from a file fwdlint's search did not choose: the same rule
+            # as a configured one (``settings.configured_cache_dir``); its path is already absolute
+            chosen[key], problem = settings.configured_cache_dir(chosen[key], settings.start_directory(
+                getattr(options, "filenames", None) or ["."]))
+            if problem:
+                sys.stderr.write(f"fwdlint: error: flake8's configuration, 'fwd-cache-dir': {problem}\n")
+                raise SystemExit(2)
         if problem:
             sys.stderr.write(f"fwdlint: error: flake8 --fwd-{key}: {problem}\n")
             raise SystemExit(2)
@@ -194,7 +202,7 @@ class Plugin:
         record = chosen["from-record"]
         observed = _observed(record)
         root = getattr(options, "fwd_project_root", "") or ""
-        cache_dir = getattr(options, "fwd_cache_dir", "") or ""
+        cache_dir = chosen["cache-dir"] or ""  # the command line's anywhere, a configured one inside the project
         exclude = [*(getattr(options, "exclude", None) or ()), *(getattr(options, "extend_exclude", None) or ())]
         cls.run_options = Run(
             config=Config(module_bases=tuple(chosen["module-bases"] or ()),
