@@ -173,7 +173,9 @@ def merge(path: str, entries: Iterable[Entry]) -> None:
     replaced next to itself, and the link stays a link. Replacing the link itself would leave two
     records, the link turned into a file and a stale target that others still read."""
     new = list(entries)
-    path = os.path.realpath(path)
+    named, path = path, os.path.realpath(path)
+    if os.path.islink(path):  # a loop: realpath gives up on it, and replacing it would break the link
+        raise RecordError(f"{named}: the record is a symlink loop; not replacing it")
     directory = os.path.dirname(path)
     with _locked(path):
         old: list[Entry] = []

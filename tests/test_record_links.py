@@ -11,6 +11,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from fixture_cases import ROOT
 
 from lint_rules import run_record
@@ -63,6 +64,15 @@ def test_merge_writes_through_a_linked_record(tmp_path: Path) -> None:
     assert run_record.load(str(target))[0].count == 2
     assert sorted(p.name for p in link.parent.iterdir()) == ["record.json"]  # no temporary file left
     assert sorted(p.name for p in target.parent.iterdir()) == ["record.json"]
+
+
+def test_a_record_that_is_a_symlink_loop_is_refused_not_replaced(tmp_path: Path) -> None:
+    loop = tmp_path / "record.json"
+    loop.symlink_to("record.json")
+    (entry,) = run_record.parse("r.json", OLD)
+    with pytest.raises(run_record.RecordError, match="symlink loop"):
+        run_record.merge(str(loop), [entry])
+    assert loop.is_symlink() and os.readlink(loop) == "record.json"
 
 
 def test_fwd_record_in_the_environment_writes_through_a_link(tmp_path: Path) -> None:
