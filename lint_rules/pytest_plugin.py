@@ -90,6 +90,8 @@ def _start_record(path: str) -> None:
     from lint_rules.run_record import RecordError, load
 
     target = os.path.realpath(path)
+    if os.path.islink(target):  # a loop (realpath gives up on it): nothing to write through to
+        raise pytest.UsageError(f"--fwd-record {path}: a symlink loop; not replacing it")
     if os.path.exists(target):
         try:
             load(target)

@@ -100,3 +100,13 @@ def test_pytest_fwd_record_writes_through_a_link(tmp_path: Path) -> None:
     assert _methods(target) == ["note.Net.generate"]  # a new record for the session, in the target
     assert sorted(p.name for p in project.iterdir() if not p.name.startswith("__")) == [
         "note.py", "record.json", "test_note.py"]
+
+
+def test_pytest_fwd_record_refuses_a_symlink_loop(tmp_path: Path) -> None:
+    (tmp_path / "record.json").symlink_to("record.json")
+    (tmp_path / "test_nothing.py").write_text("def test_nothing():\n    pass\n")
+    proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--fwd-record",
+                           "record.json", "test_nothing.py"], cwd=tmp_path, env=_env(tmp_path),
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 4 and "a symlink loop; not replacing it" in proc.stderr, proc.stdout + proc.stderr
+    assert os.readlink(tmp_path / "record.json") == "record.json"
