@@ -92,7 +92,7 @@ class Options:
     python: Optional[str] = None
     # where ``python`` came from, to start the error line if it cannot run; None: --python
     python_source: Optional[str] = None
-    cache_dir: Optional[str] = None  # a configured ``cache-dir``, checked (``cache_dir_problem``)
+    cache_dir: Optional[str] = None  # a configured ``cache-dir``, checked (``configured_cache_dir``)
     config: Optional[Path] = None  # the configuration file read
     warnings: tuple[str, ...] = ()  # one line each, to print on stderr
 

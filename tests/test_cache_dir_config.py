@@ -44,7 +44,7 @@ def _run(front: str, project: Path, *args: str):
      "setup.cfg: error: [fwdlint] bad value for 'cache-dir': ../x/.fwdlint_cache is outside the project ("),
 ], ids=["flake8-key-link", "flake8-key-outside", "toml-through-link", "ini-outside"])
 def test_a_configured_cache_dir_out_of_the_project_is_refused(project: Path, front: str, file: str, text: str,
-                                                               said: str) -> None:
+                                                              said: str) -> None:
     (project / file).write_text(text)
     proc = _run(front, project)
     assert proc.returncode == 2 and proc.stdout == "", (proc.returncode, proc.stdout, proc.stderr)
