@@ -5,8 +5,8 @@ Where: ``[tool.fwdlint]`` in ``pyproject.toml``, or ``[fwdlint]`` in ``setup.cfg
 directory when none is given) and goes up to the file-system root; in each directory the files are
 tried in that order, and the first file with a fwdlint section (or, in an INI file, the flake8
 plugin's ``fwd-module-bases``, ``fwd-mark-decorators``, ``fwd-python-executable``,
-``fwd-forward-helpers``, ``fwd-from-record`` keys in ``[flake8]``, so one configuration serves both) is the
-configuration; there is no merging across files. A file that does not contain ``fwd`` anywhere
+``fwd-forward-helpers``, ``fwd-from-record``, ``fwd-cache-dir`` keys in ``[flake8]``, so one configuration
+serves both) is the configuration; there is no merging across files. A file that does not contain ``fwd`` anywhere
 is not parsed (it cannot configure fwdlint; a broken ``tox.ini`` of another tool is none of our
 business). ``--config PATH`` reads exactly that file, ``--isolated`` none.
 
@@ -15,7 +15,8 @@ Keys (``-`` or ``_``): ``module-bases``, ``mark-decorators``, ``select``, ``igno
 command line's, never replacing them), ``exclude``
 (comma/whitespace separated strings; in TOML also arrays of strings), ``python-executable`` (a
 string), ``forward-helpers`` (``report`` or ``skip``), ``from-record`` (a run record's path, as
-``--from-record``) and ``per-file-ignores`` (flake8's
+``--from-record``), ``cache-dir`` (the facts cache's directory, inside the project with no link on
+its path: ``configured_cache_dir``) and ``per-file-ignores`` (flake8's
 ``pattern:CODES`` syntax; in TOML also an array of such strings or a table ``{pattern = codes}``).
 Paths and patterns in a file are relative to its directory. An option given on the command line
 replaces the key. Why strict: a misspelt key
