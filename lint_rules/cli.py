@@ -327,7 +327,9 @@ def _run_options(args: argparse.Namespace) -> Run | int:
                select=options.select, ignore=options.ignore, environment=env,
                jobs=AUTO_JOBS if args.jobs is None else args.jobs or _cpus(),
                project_root=args.project_root.resolve() if args.project_root else None, cache=not args.no_cache,
-               cache_dir=args.cache_dir, exclude=options.exclude, per_file_ignores=options.per_file_ignores,
+               # --cache-dir is the user's choice, anywhere (as ruff's); a configured one was checked
+               cache_dir=args.cache_dir or (Path(options.cache_dir) if options.cache_dir else None),
+               exclude=options.exclude, per_file_ignores=options.per_file_ignores,
                start=settings.start_directory(args.paths))
 
 

@@ -70,24 +70,37 @@ def _fwdlint_settings(options: argparse.Namespace) -> dict[str, Any]:
         raise SystemExit(2) from None
     configured = {"module-bases": found.module_bases, "mark-decorators": found.mark_decorators,
                   "forward-helpers": found.forward_helpers, "python-executable": found.python or "",
-                  "from-record": found.from_record or ""}
+                  "from-record": found.from_record or "", "cache-dir": found.cache_dir or ""}
     chosen: dict[str, Any] = {}
     for key, value in configured.items():
         option = getattr(options, f"fwd_{key.replace('-', '_')}", None)
         # given on the command line: it wins; else the configuration, else what flake8 read elsewhere
         chosen[key] = option if _given(key) or (not value and option) else value
         problem = settings.dotted_names_problem(chosen[key]) if key in ("module-bases", "mark-decorators") else None
+        if key == "cache-dir" and chosen[key] and not _given(key) and not value:
+            # a fwd-cache-dir flake8 read from a file fwdlint's search did not choose: the same rule
+            # as a configured one (``settings.configured_cache_dir``); its path is already absolute
+            chosen[key], problem = settings.configured_cache_dir(chosen[key], settings.start_directory(
+                getattr(options, "filenames", None) or ["."]))
+            if problem:
+                sys.stderr.write(f"fwdlint: error: flake8's configuration, 'fwd-cache-dir': {problem}\n")
+                raise SystemExit(2)
         if problem:
             sys.stderr.write(f"fwdlint: error: flake8 --fwd-{key}: {problem}\n")
             raise SystemExit(2)
+    # where python-executable came from, to name in its error: the file and key, None for the command line
+    configured_python = chosen["python-executable"] and chosen["python-executable"] == found.python
+    chosen["python-source"] = found.python_source if configured_python and not _given("python-executable") else None
     return chosen
 
 
-def _environment(options: argparse.Namespace, python: Optional[str]) -> "Environment":
+def _environment(options: argparse.Namespace, python: Optional[str], source: Optional[str] = None) -> "Environment":
     """Where installed packages are read from (``environment.find``). flake8 is quiet when clean, and
-    every file must not say it again: a problem is one stderr line per run (not again in a ``-j``
+    every file must not say it again: a warning is one stderr line per run (not again in a ``-j``
     worker), the description an INFO log line that ``flake8 -v`` shows. A configured
-    ``fwd-python-executable`` is a path to read, never run: only one on flake8's command line may be."""
+    ``fwd-python-executable`` is a path to read, never run: only one on flake8's command line may be.
+    One that cannot be used is refused as the CLI refuses it: one line naming the file and key
+    (``source``, as ``settings.Options.python_source``) or the option, exit 2."""
     import logging
     import multiprocessing
 
@@ -101,11 +114,12 @@ def _environment(options: argparse.Namespace, python: Optional[str]) -> "Environ
     quiet = multiprocessing.parent_process() is not None  # the main process said it already
     try:
         env = environment.find(python, source="--fwd-python-executable", may_run=given, project=project)
-    except environment.NoInterpreter as exc:  # flake8 goes on; names resolve within the project only
-        if not quiet:
-            sys.stderr.write(f"fwdlint: {str(exc).replace('--python ', '--fwd-python-executable ', 1)}; "
-                             "installed packages are not read\n")
-        return environment.Environment(python or "")
+    except environment.NoInterpreter as exc:  # a usage error, as in the CLI (``cli._run_options``)
+        if source is not None:
+            sys.stderr.write(f"{source}: {str(exc).replace(f'--python {python}: ', '', 1)}\n")
+        else:
+            sys.stderr.write(f"fwdlint: error: flake8 {str(exc).replace('--python ', '--fwd-python-executable ', 1)}\n")
+        raise SystemExit(2) from None
     for line in env.warnings if not quiet else ():
         sys.stderr.write(line + "\n")
     logging.getLogger("flake8.fwdlint").info("%s", env.describe())
@@ -184,11 +198,11 @@ class Plugin:
         from lint_rules.settings import Config
 
         chosen = _fwdlint_settings(options)
-        env = _environment(options, chosen["python-executable"] or None)
+        env = _environment(options, chosen["python-executable"] or None, chosen["python-source"])
         record = chosen["from-record"]
         observed = _observed(record)
         root = getattr(options, "fwd_project_root", "") or ""
-        cache_dir = getattr(options, "fwd_cache_dir", "") or ""
+        cache_dir = chosen["cache-dir"] or ""  # the command line's anywhere, a configured one inside the project
         exclude = [*(getattr(options, "exclude", None) or ()), *(getattr(options, "extend_exclude", None) or ())]
         cls.run_options = Run(
             config=Config(module_bases=tuple(chosen["module-bases"] or ()),

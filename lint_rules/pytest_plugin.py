@@ -84,17 +84,23 @@ def _refuse_a_separate_mode(config: pytest.Config) -> None:
 
 
 def _start_record(path: str) -> None:
-    """A new, empty record for this session: never over a file that is not a record."""
+    """A new, empty record for this session: never over a file that is not a record. A ``path``
+    that is a symlink stays one: its target is the record (``run_record.merge`` writes through),
+    so the target is what starts anew, never the link (which would leave the target stale)."""
     from lint_rules.run_record import RecordError, load
 
-    if os.path.exists(path):
+    target = os.path.realpath(path)
+    if os.path.islink(target):  # a loop (realpath gives up on it): nothing to write through to
+        raise pytest.UsageError(f"--fwd-record {path}: a symlink loop; not replacing it")
+    if os.path.exists(target):
         try:
-            load(path)
+            load(target)
         except RecordError as exc:
             raise pytest.UsageError(f"--fwd-record: {exc}; not replacing it") from None
-        os.unlink(path)
-    if not os.path.isdir(os.path.dirname(path)):
-        raise pytest.UsageError(f"--fwd-record {path}: no such directory")
+        os.unlink(target)
+    if not os.path.isdir(os.path.dirname(target)):
+        raise pytest.UsageError(f"--fwd-record {path}: no such directory"
+                                + (f" (it is a link to {target})" if target != path else ""))
 
 
 class Guard:

@@ -167,9 +167,16 @@ def dumps(entries: Iterable[Entry]) -> str:
 
 def merge(path: str, entries: Iterable[Entry]) -> None:
     """Add ``entries`` to the record at ``path`` (created if missing), under a lock, atomically.
-    ``RecordError`` if the file there is not a record this version can extend (it is left as it is)."""
+    ``RecordError`` if the file there is not a record this version can extend (it is left as it is).
+
+    A ``path`` that is a symlink is written through: resolved once, the target is locked, read and
+    replaced next to itself, and the link stays a link. Replacing the link itself would leave two
+    records, the link turned into a file and a stale target that others still read."""
     new = list(entries)
-    directory = os.path.dirname(os.path.abspath(path))
+    named, path = path, os.path.realpath(path)
+    if os.path.islink(path):  # a loop: realpath gives up on it, and replacing it would break the link
+        raise RecordError(f"{named}: the record is a symlink loop; not replacing it")
+    directory = os.path.dirname(path)
     with _locked(path):
         old: list[Entry] = []
         if os.path.exists(path):

@@ -5,8 +5,8 @@ Where: ``[tool.fwdlint]`` in ``pyproject.toml``, or ``[fwdlint]`` in ``setup.cfg
 directory when none is given) and goes up to the file-system root; in each directory the files are
 tried in that order, and the first file with a fwdlint section (or, in an INI file, the flake8
 plugin's ``fwd-module-bases``, ``fwd-mark-decorators``, ``fwd-python-executable``,
-``fwd-forward-helpers``, ``fwd-from-record`` keys in ``[flake8]``, so one configuration serves both) is the
-configuration; there is no merging across files. A file that does not contain ``fwd`` anywhere
+``fwd-forward-helpers``, ``fwd-from-record``, ``fwd-cache-dir`` keys in ``[flake8]``, so one configuration
+serves both) is the configuration; there is no merging across files. A file that does not contain ``fwd`` anywhere
 is not parsed (it cannot configure fwdlint; a broken ``tox.ini`` of another tool is none of our
 business). ``--config PATH`` reads exactly that file, ``--isolated`` none.
 
@@ -15,7 +15,8 @@ Keys (``-`` or ``_``): ``module-bases``, ``mark-decorators``, ``select``, ``igno
 command line's, never replacing them), ``exclude``
 (comma/whitespace separated strings; in TOML also arrays of strings), ``python-executable`` (a
 string), ``forward-helpers`` (``report`` or ``skip``), ``from-record`` (a run record's path, as
-``--from-record``) and ``per-file-ignores`` (flake8's
+``--from-record``), ``cache-dir`` (the facts cache's directory, inside the project with no link on
+its path: ``configured_cache_dir``) and ``per-file-ignores`` (flake8's
 ``pattern:CODES`` syntax; in TOML also an array of such strings or a table ``{pattern = codes}``).
 Paths and patterns in a file are relative to its directory. An option given on the command line
 replaces the key. Why strict: a misspelt key
@@ -50,9 +51,10 @@ CONFIG_FILES = ("pyproject.toml", "setup.cfg", "tox.ini", ".flake8")
 LIST_KEYS = ("module-bases", "mark-decorators", "select", "ignore", "exclude")
 #: Keys that add codes to ``select`` / ``ignore`` (from the file, then the command line) instead of replacing them.
 EXTEND_KEYS = ("extend-select", "extend-ignore")
-KEYS = (*LIST_KEYS, *EXTEND_KEYS, "python-executable", "per-file-ignores", "forward-helpers", "from-record")
+KEYS = (*LIST_KEYS, *EXTEND_KEYS, "python-executable", "per-file-ignores", "forward-helpers", "from-record",
+        "cache-dir")
 #: Keys the flake8 plugin reads from ``[flake8]`` as ``fwd-<key>`` that mean the same to the CLI.
-FLAKE8_KEYS = ("module-bases", "mark-decorators", "python-executable", "forward-helpers", "from-record")
+FLAKE8_KEYS = ("module-bases", "mark-decorators", "python-executable", "forward-helpers", "from-record", "cache-dir")
 
 #: flake8's form of a code inside ``per-file-ignores`` (what separates codes from file patterns).
 _CODE = re.compile(r"[A-Z]+[0-9]*")
@@ -91,6 +93,7 @@ class Options:
     python: Optional[str] = None
     # where ``python`` came from, to start the error line if it cannot run; None: --python
     python_source: Optional[str] = None
+    cache_dir: Optional[str] = None  # a configured ``cache-dir``, checked (``configured_cache_dir``)
     config: Optional[Path] = None  # the configuration file read
     warnings: tuple[str, ...] = ()  # one line each, to print on stderr
 
@@ -366,6 +369,13 @@ def config_values(config: ConfigFile) -> tuple[dict[str, Any], dict[str, str], l
                 raise bad(f"expected a path, got {_kind(value) if not isinstance(value, str) else 'an empty string'}")
             values[key] = os.path.join(directory, value.strip())
             continue
+        if key == "cache-dir":
+            if not isinstance(value, str) or not value.strip():
+                raise bad(f"expected a path, got {_kind(value) if not isinstance(value, str) else 'an empty string'}")
+            values[key], problem = configured_cache_dir(value.strip(), config.path.parent)
+            if problem:
+                raise bad(problem)
+            continue
         if key == "forward-helpers":
             if not isinstance(value, str) or value.strip() not in FORWARD_HELPERS:
                 raise bad(f"expected one of {', '.join(FORWARD_HELPERS)}, got {value!r}")
@@ -394,6 +404,43 @@ def config_values(config: ConfigFile) -> tuple[dict[str, Any], dict[str, str], l
                 raise bad(problem)
         values[key] = normalize_patterns(items, directory) if key == "exclude" else items
     return values, sources, warnings
+
+
+def configured_cache_dir(value: str, directory: Path) -> tuple[str, Optional[str]]:
+    """A ``cache-dir`` a configuration file names, relative to ``directory`` (the file's), as the
+    path to use and the reason it cannot be used, if any. The rule is ``--output-file``'s and
+    ``--fix``'s: a checked-in file must not make fwdlint create directories and files anywhere else,
+    so the directory lies inside the project (the nearest directory at or above the file's holding a
+    project marker, else the file's own), and no link is on its way down from there (``cachelink ->
+    ../victimhome/.config``). ``--cache-dir`` on the command line is the user's and may point
+    anywhere, as ruff's."""
+    from lint_rules.layout import find_root
+
+    start = Path(os.path.realpath(directory))
+    base = find_root(start) or start
+    path = os.path.normpath(os.path.join(start, value))  # lexically: what is used is this path
+    try:
+        inside = os.path.commonpath([str(base), path]) == str(base)
+    except ValueError:  # another drive (Windows)
+        inside = False
+    rule = "a configured cache directory stays inside the project, with no link on its path " \
+           "(--cache-dir on the command line may point anywhere)"
+    if not inside:
+        return path, f"{value} is outside the project ({base}): {rule}"
+    current = base
+    for part in Path(os.path.relpath(path, base)).parts:
+        current = current / part
+        if os.path.islink(current):
+            try:
+                target = os.readlink(current)
+            except OSError:
+                target = "?"
+            link = os.path.relpath(current, start)
+            through = "is a symlink" if os.path.normpath(value) == link else f"goes through the symlink {link}"
+            return path, f"{value} {through} (to {target}): {rule}"
+        if not os.path.lexists(current):
+            break  # what does not exist yet is created as a directory (the cache's own rules)
+    return path, None
 
 
 def _named(option: str, key: str) -> str:
@@ -497,6 +544,7 @@ def resolve(given: Mapping[str, Optional[str]], paths: Sequence[str] = (), confi
         per_file_ignores=chosen["per-file-ignores"] or (),
         python=python or None,
         python_source=source,
+        cache_dir=values.get("cache-dir"),
         config=found.path if found is not None else None,
         warnings=tuple(warnings),
     )

@@ -1,5 +1,13 @@
-"""``import runtime_shim.auto``: ``install()`` with the mode from ``FWD_SHIM_MODE`` (``off``: no-op),
-recording the entries the run uses into ``FWD_RECORD`` when it is set (``record`` needs it)."""
+"""``import runtime_shim.auto``: ``install()`` with the mode from ``FWD_SHIM_MODE``, recording the
+entries the run uses into ``FWD_RECORD`` when it is set (``record`` needs it). The modes:
+
+* ``error`` (the default): marked methods are routed through the wrapper's forward, an unmarked
+  entry point raises ``UnmarkedEntryError`` before it computes;
+* ``warn``: the same, with a warning once per method instead;
+* ``record``: detects like ``warn``, silently, and records the entries into ``FWD_RECORD``;
+* ``route``: marked methods are routed, nothing is detected (what ``import runtime_shim`` alone
+  does);
+* ``off``: nothing is installed."""
 
 from __future__ import annotations
 

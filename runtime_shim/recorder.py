@@ -82,7 +82,7 @@ class Recorder:
     """The entries this process observed, and what of them is not in the file yet."""
 
     def __init__(self, path: str) -> None:
-        self.path = os.path.abspath(path)
+        self.path = os.path.realpath(path)  # a link is written through to its target (``run_record.merge``)
         self.lock = threading.Lock()
         self.entries: dict[tuple[Any, ...], Entry] = {}  # (class, method, marked, wrapper) -> entry
         self.counts: dict[tuple[Any, ...], int] = {}  # calls not yet merged into the file
@@ -129,7 +129,7 @@ class Recorder:
 def start(path: str) -> Recorder:
     """Record into ``path`` from now on in this process (idempotent for the same path)."""
     global ACTIVE
-    if ACTIVE is not None and ACTIVE.path == os.path.abspath(path):
+    if ACTIVE is not None and ACTIVE.path == os.path.realpath(path):
         return ACTIVE
     if ACTIVE is not None:
         ACTIVE.flush()

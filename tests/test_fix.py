@@ -171,6 +171,41 @@ def test_a_file_of_another_user_is_refused_not_taken_over(nobody) -> None:
         shutil.rmtree(outer)
 
 
+def test_a_read_only_file_is_refused_for_a_user_who_may_not_write_it(nobody) -> None:
+    """A 0444 file in a directory its owner may write: ruff (``check --fix``, ``format``) and black
+    refuse it, Permission denied, because their write opens the file; fwdlint's rename needs only the
+    directory, so it must refuse by itself (issue 36, item 10)."""
+    outer = nobody.workdir()
+    project = outer / "mine"
+    project.mkdir()
+    target = project / "m.py"
+    target.write_bytes(BAD)
+    target.chmod(0o444)
+    os.chown(project, 65534, os.getgid())  # the fixture changes the user only: the group stays ours
+    os.chown(target, 65534, os.getgid())
+    try:
+        proc = nobody.run(["-m", "lint_rules.cli", "--no-cache", "--fix", "m.py"], cwd=project)
+        assert proc.returncode == 2, proc.stderr
+        assert target.read_bytes() == BAD and stat.S_IMODE(target.stat().st_mode) == 0o444
+        assert "m.py: error: not written: m.py is read-only for this user (mode 0444)" in proc.stderr, proc.stderr
+        assert "Traceback" not in proc.stderr
+        assert sorted(p.name for p in project.iterdir()) == ["m.py"]
+    finally:
+        shutil.rmtree(outer)
+
+
+@pytest.mark.skipif(not hasattr(os, "geteuid") or os.geteuid() != 0, reason="root may write a 0444 file")
+def test_a_read_only_file_is_fixed_by_root_and_stays_read_only(tmp_path: Path) -> None:
+    """root may write a 0444 file, and ruff and black running as root rewrite it: so does fwdlint,
+    keeping the mode."""
+    target = tmp_path / "m.py"
+    target.write_bytes(BAD)
+    target.chmod(0o444)
+    run = _fix(target)
+    assert not run.errors and target.read_bytes() == BAD_FIXED
+    assert stat.S_IMODE(target.stat().st_mode) == 0o444
+
+
 def test_a_hard_linked_file_is_refused(tmp_path: Path) -> None:
     target = tmp_path / "m.py"
     target.write_bytes(BAD)

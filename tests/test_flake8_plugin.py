@@ -262,3 +262,27 @@ def test_flake8_says_so_for_a_file_given_inside_a_virtual_environment(tmp_path: 
     assert "--extend-exclude=.venv/*," in proc.stderr
     proc = run_flake8(root, "--select", "FWD", "--extend-exclude=.venv/*", given, "src/m.py")
     assert {path for path, *_ in flake8_rows(proc)} == {"src/m.py"} and proc.stderr == ""
+
+
+@pytest.mark.parametrize("where", ["setup.cfg", "pyproject.toml", "command line"])
+def test_a_python_executable_that_cannot_be_used_is_exit_2_as_in_the_cli(tmp_path: Path, where: str) -> None:
+    """The CLI refuses a ``python-executable`` it cannot use (missing, not an interpreter) with one
+    line and exit 2; flake8 went on with a warning, rc 0 or 1 by the findings, and read no installed
+    package (issue 36, item 10). The same line now, naming the file and key, or the option."""
+    (tmp_path / "m.py").write_text(SOURCE)
+    args: tuple[str, ...] = ()
+    if where == "setup.cfg":
+        (tmp_path / "setup.cfg").write_text("[flake8]\nfwd-python-executable = nowhere/bin/python\n")
+    elif where == "pyproject.toml":
+        (tmp_path / "pyproject.toml").write_text('[tool.fwdlint]\npython-executable = "nowhere/bin/python"\n')
+    else:
+        args = ("--fwd-python-executable", str(tmp_path / "nowhere" / "bin" / "python"))
+    proc = run_flake8(tmp_path, *args, "m.py")
+    assert proc.returncode == 2 and proc.stdout == "", (proc.returncode, proc.stdout, proc.stderr)
+    assert len(proc.stderr.splitlines()) == 1 and "Traceback" not in proc.stderr, proc.stderr
+    assert "cannot run it: no such file or directory" in proc.stderr
+    if where == "command line":
+        assert proc.stderr.startswith("fwdlint: error: flake8 --fwd-python-executable "), proc.stderr
+    else:
+        cli = run_cli(tmp_path, "m.py")
+        assert cli.returncode == 2 and proc.stderr == cli.stderr, (proc.stderr, cli.stderr)

@@ -219,6 +219,15 @@ def test_output_file_that_cannot_be_written(project: Path) -> None:
         "fwdlint: error: --output-file missing/dir/report.txt: cannot write: No such file or directory"]
 
 
+def test_output_file_that_is_a_directory_says_so(project: Path) -> None:
+    """``--output-file .`` is a directory, not a file with "3 hard links" (a directory's link count is
+    its subdirectories plus two; issue 36, item 10)."""
+    proc = run_cli(project, "--output-file", ".", "--exit-zero", "good.py")
+    assert proc.returncode == 2 and proc.stdout == ""
+    assert proc.stderr.splitlines() == ["fwdlint: error: --output-file .: cannot write: is a directory"]
+    assert "hard link" not in proc.stderr
+
+
 def test_output_file_is_replaced_atomically(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A rename that fails leaves the old report whole and no temporary file."""
     target = tmp_path / "report.json"

@@ -8,6 +8,10 @@ replace the original.
 
 Refused, with the reason, leaving the file untouched:
 
+* a file the user running the fix may not write (``os.access``: a 0444 file, for anyone but
+  root), as ruff and black refuse it (their write opens the file, which the OS refuses; root
+  writes it, and so does fwdlint, keeping the 0444). The rename would need only the directory's
+  permission;
 * an owner or group that cannot be kept (a file of another user fixed by a non-root user: the
   replacement would belong to whoever ran the fix);
 * a file with more than one hard link: the rename would give this path a new inode and leave the
@@ -21,6 +25,7 @@ Refused, with the reason, leaving the file untouched:
 
 from __future__ import annotations
 
+import errno
 import os
 import stat
 import tempfile
@@ -81,6 +86,13 @@ def atomic_write(path: str, data: bytes, expected_old: bytes | None = None, root
         if expected_old is not None:
             raise
         info = None  # a new file (a report): the umask's mode, the writer's owner
+    if info is not None and stat.S_ISDIR(info.st_mode):  # its links are its entries, not other names
+        raise IsADirectoryError(errno.EISDIR, "is a directory", path)
+    if info is not None and not os.access(target, os.W_OK):
+        # a file the user may not write (0444 for anyone but root): refused as ruff and black refuse
+        # it, whose write opens the file; the rename would go through with the directory's permission
+        raise PermissionError(f"{path} is read-only for this user (mode {stat.S_IMODE(info.st_mode):04o}), "
+                              "as ruff and black leave it: make it writable first")
     if info is not None and info.st_nlink > 1:
         raise OSError(f"{path} has {info.st_nlink} hard links: replacing it would detach it from the others "
                       "(fix a copy, or break the link first)")
