@@ -215,6 +215,10 @@ class _Cache:
         self.db: Optional[sqlite3.Connection] = None
         self.wrote = False
         self.rebuilt = False
+        # Rows this run read (key -> value, slot): a file found damaged later in the run is rebuilt
+        # with them, so the run after it is warm (the damage may sit in rows read last, as the
+        # installed files read to resolve names are)
+        self._read: dict[str, tuple[object, object]] = {}
         try:
             self._open()
         except sqlite3.OperationalError:  # locked, unreadable: no cache this run, nothing set aside
@@ -260,8 +264,13 @@ class _Cache:
         try:
             _set_aside(self.path)
             self._open()
+            assert self.db is not None
+            self.db.executemany("INSERT OR REPLACE INTO facts VALUES (?, ?, ?)",
+                                [(key, value, slot) for key, (value, slot) in self._read.items()])
+            self.wrote = bool(self._read)
         except (OSError, sqlite3.Error):
             self.close()
+        self._read = {}
 
     def _failed(self, error: sqlite3.Error) -> None:
         if isinstance(error, sqlite3.OperationalError):  # locked by another run for too long: skip
@@ -295,12 +304,14 @@ class _Cache:
         if self.db is None:
             return None
         try:
-            row = self.db.execute("SELECT value FROM facts WHERE key = ?", (key,)).fetchone()
+            row = self.db.execute("SELECT value, slot FROM facts WHERE key = ?", (key,)).fetchone()
         except sqlite3.Error as error:
             self._failed(error)
             return None
         if row is None:
             return None
+        if not self.rebuilt:
+            self._read[key] = (row[0], row[1])
         return row[0].decode("utf-8", "surrogateescape") if isinstance(row[0], bytes) else row[0]
 
     def put(self, key: str, value: str, slot: str) -> None:
