@@ -136,6 +136,11 @@ def unmarked_entry_error(cls: str, method: str, chain: str, wrapper: str = "") -
     return f"{unmarked_entry_message(cls, method, chain)}; {unmarked_entry_help(method, (wrapper,) if wrapper else ())}"
 
 
+#: The last line of ``pytest --fwd-guard``'s summary: each entry's error names its wrapper's registration.
+GUARD_SUMMARY_ADVICE = (f"mark each with @{DECORATOR_NAME} from {DECORATOR_MODULE}, or register it on every set-up "
+                        f"model with its wrapper's own call, which each error names (fwdlint --explain FWD001)")
+
+
 # -- the runtime's side ------------------------------------------------------------------
 
 #: Environment variable read by ``import runtime_shim.auto``.
