@@ -112,3 +112,18 @@ def test_the_help_names_the_registration_of_the_wrapper_in_use(tmp_path: Path) -
         "decorate it with @forward_entry from runtime_shim (importing runtime_shim routes marked methods "
         "through DDP, FSDP and Fabric), or register it on every set-up model: "
         "runtime_shim.mark_forward_method(ddp, 'generate') after ddp = DDP(model)")
+
+
+def test_the_module_attribute_spelling_is_a_registration(tmp_path: Path) -> None:
+    """``import runtime_shim`` then ``runtime_shim.mark_forward_method(ddp, "generate")``: the same
+    registration as the imported function (it was read as Fabric's method form, of nothing)."""
+    root = _project(tmp_path)
+    (root / "test_model.py").write_text(TEST.replace("from runtime_shim import mark_forward_method\n",
+                                                     "import runtime_shim\n")
+                                        .replace("    mark_forward_method(", "    runtime_shim.mark_forward_method("))
+    proc = run_cli(root, "--no-cache", ".")
+    assert "registered on the set-up at test_model.py:8 (DDP), not on the set-up at train.py:7 (DDP)" in proc.stdout
+    assert "train.py:8:22: FWD002" in proc.stdout
+    assert run_cli(root, "--no-cache", "--fix", "--fix-style", "call", ".").returncode == 0
+    clean = run_cli(root, "--no-cache", ".")
+    assert (clean.returncode, clean.stdout) == (0, "")
