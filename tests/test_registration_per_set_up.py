@@ -127,3 +127,13 @@ def test_the_module_attribute_spelling_is_a_registration(tmp_path: Path) -> None
     assert run_cli(root, "--no-cache", "--fix", "--fix-style", "call", ".").returncode == 0
     clean = run_cli(root, "--no-cache", ".")
     assert (clean.returncode, clean.stdout) == (0, "")
+
+
+def test_many_set_ups_are_shortened(tmp_path: Path) -> None:
+    root = _project(tmp_path)
+    for index in range(5):
+        (root / f"train{index}.py").write_text(TRAIN)
+    proc = run_cli(root, "--no-cache", "model.py")
+    [line] = proc.stdout.splitlines()
+    assert ("registered on the set-up at test_model.py:8 (DDP), not on the set-ups at train.py:7 (DDP), "
+            "train0.py:7 (DDP), train1.py:7 (DDP) and 3 more (a registration marks only the model it is given)") in line
