@@ -141,8 +141,10 @@ def _fix_options(parser: argparse.ArgumentParser) -> None:
     mode.add_argument("--fix", action="store_true", help="mark unmarked entry points in place")
     mode.add_argument("--diff", action="store_true", help="print the --fix changes as a unified diff, write nothing")
     parser.add_argument("--fix-style", choices=FIX_STYLES, default="decorator",
-                        help="decorator: add @forward_entry (default); call: add model.mark_forward_method(...) "
-                             "after fabric.setup() / register_fsdp_forward_method(...) after fully_shard()")
+                        help="decorator: add @forward_entry (default); call: register the method after every "
+                             "set-up of its class with the wrapper's own call (model.mark_forward_method(...) "
+                             "after fabric.setup(), register_fsdp_forward_method(...) after fully_shard(), "
+                             "runtime_shim's mark_forward_method(ddp, ...) after DDP or FSDP)")
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:

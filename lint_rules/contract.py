@@ -90,15 +90,55 @@ def unmarked_entry_message(cls: str, method: str, chain: str) -> str:
     return f"{cls}.{method} runs forward computation outside forward ({chain}) but is not marked"
 
 
-def unmarked_entry_help(method: str) -> str:
-    """FWD001's help: what to do about it."""
+#: The wrappers a registration is named for (``WrapSite.kind`` and the shim's ``Record.wrapper_name``),
+#: in the order the advice lists them when the wrapper is not known.
+WRAPPER_KINDS: tuple[str, ...] = ("ddp", "fsdp1", "fsdp2", "fabric", "accelerate")
+
+
+def registration_advice(method: str, kind: str) -> str:
+    """How to register ``method`` on a model set up with the wrapper ``kind``: the API that wrapper has.
+    DDP and FSDP1 have no registration of their own (``runtime_shim``'s function routes them); FSDP2 has
+    ``register_fsdp_forward_method``; Fabric's wrapped model has ``mark_forward_method``."""
+    shim = f"{DECORATOR_MODULE}.{MARK_METHOD_CALL}"
+    if kind == "fabric":
+        return f"fabric_model.{MARK_METHOD_CALL}('{method}') after fabric_model = fabric.setup(model)"
+    if kind == "fsdp2":
+        return (f"torch.distributed.fsdp.{FSDP_REGISTER_CALL}(model, '{method}') or {shim}(model, '{method}') "
+                f"after fully_shard(model)")
+    if kind == "fsdp1":
+        return f"{shim}(fsdp_model, '{method}') after fsdp_model = FSDP(model)"
+    if kind == "accelerate":
+        return f"{shim}(model, '{method}') after model = accelerator.prepare(model)"
+    return f"{shim}(ddp, '{method}') after ddp = DDP(model)"
+
+
+def unmarked_entry_help(method: str, kinds: Iterable[str] = ()) -> str:
+    """FWD001's help and the runtime's advice: the decorator first, then the registration of each
+    wrapper in ``kinds`` (those the project sets the class up with, or the one the runtime guards),
+    or the options for every wrapper when none is known."""
+    known = [kind for kind in WRAPPER_KINDS if kind in set(kinds)]
+    shim = f"{DECORATOR_MODULE}.{MARK_METHOD_CALL}"
+    if known:
+        each = "" if len(known) == 1 else " (each wrapper's own)"
+        registrations = "; ".join(registration_advice(method, kind) for kind in known)
+    else:
+        each = ""
+        registrations = (f"{shim}(wrapper, '{method}') for DDP, FSDP1 and FSDP2 (the DDP or FSDP wrapper, or the "
+                         f"fully_shard-ed module), torch.distributed.fsdp.{FSDP_REGISTER_CALL}(model, '{method}') "
+                         f"for FSDP2, fabric_model.{MARK_METHOD_CALL}('{method}') after fabric.setup() for Fabric")
     return (f"decorate it with @{DECORATOR_NAME} from {DECORATOR_MODULE} (importing {DECORATOR_MODULE} routes marked "
-            f"methods through DDP, FSDP and Fabric) or call model.{MARK_METHOD_CALL}('{method}') after fabric.setup()")
+            f"methods through DDP, FSDP and Fabric), or register it on every set-up model{each}: {registrations}")
 
 
-def unmarked_entry_error(cls: str, method: str, chain: str) -> str:
-    """The runtime's ``UnmarkedEntryError``: FWD001's message and help, the same words."""
-    return f"{unmarked_entry_message(cls, method, chain)}; {unmarked_entry_help(method)}"
+def unmarked_entry_error(cls: str, method: str, chain: str, wrapper: str = "") -> str:
+    """The runtime's ``UnmarkedEntryError``: FWD001's message and help, the same words, naming the
+    registration of ``wrapper`` (``ddp``, ``fsdp1``, ``fsdp2``, ``fabric``) when the runtime knows it."""
+    return f"{unmarked_entry_message(cls, method, chain)}; {unmarked_entry_help(method, (wrapper,) if wrapper else ())}"
+
+
+#: The last line of ``pytest --fwd-guard``'s summary: each entry's error names its wrapper's registration.
+GUARD_SUMMARY_ADVICE = (f"mark each with @{DECORATOR_NAME} from {DECORATOR_MODULE}, or register it on every set-up "
+                        f"model with its wrapper's own call, which each error names (fwdlint --explain FWD001)")
 
 
 # -- the runtime's side ------------------------------------------------------------------

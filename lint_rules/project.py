@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Callable, Optional
 
 from lint_rules import contract
-from lint_rules.facts.model import ClassFacts, FileFacts, FunctionFacts, MethodFacts
+from lint_rules.facts.model import ClassFacts, FileFacts, FunctionFacts, MethodFacts, WrapSite
 from lint_rules.environment import package_present
 from lint_rules.layout import modules_in
 from lint_rules.settings import Config
@@ -29,6 +29,26 @@ SEARCH_STEPS = 2000
 #: (``values.never_module``) and numpy's (it does not depend on torch). torch itself is read like any
 #: installed package: a class is a module because its MRO reaches ``torch.nn.Module`` there.
 _KNOWN_BY_NAME = ("builtins.", "typing.", "abc.", "collections.", "numpy.")
+
+
+@dataclass(frozen=True)
+class SetUp:
+    """A set-up of a model (``WrapSite``) in one of the project's files, and whether it registers a
+    method (``ProjectIndex.set_ups``)."""
+
+    file: FileFacts
+    index: int  # in ``file.wrap_sites``
+    site: WrapSite
+    registered: bool
+
+    @property
+    def where(self) -> str:
+        """``path:line``, the path relative to the working directory when it lies below it."""
+        path = self.file.path
+        if os.path.isabs(path):
+            relative = os.path.relpath(path)
+            path = relative if not relative.startswith(os.pardir) else path
+        return f"{path}:{self.site.line}"
 
 
 @dataclass(frozen=True)
@@ -86,6 +106,7 @@ class ProjectIndex:
         default_factory=dict)
     _absolute: set[str] = field(default_factory=set)  # the files' absolute paths (``holds``)
     _callers: Optional[dict[str, set[str]]] = None  # method name -> functions that call it (``callers_of``)
+    _sites: Optional[list[tuple[FileFacts, int, WrapSite]]] = None  # every set-up of the view's files
     # Names a verdict depended on that could not be read, one set per method being evaluated
     # (``computation``; ``note`` adds to the innermost)
     noting: list[set[Unresolved]] = field(default_factory=list)
@@ -110,6 +131,7 @@ class ProjectIndex:
         self._subclasses = None
         self._callers = None
         self.method_owners = None
+        self._sites = None
 
     def with_files(self, replaced: dict[str, FileFacts]) -> "ProjectIndex":
         """A new view of the same project where ``replaced`` (path -> facts) stand for those files:
@@ -443,22 +465,59 @@ class ProjectIndex:
                   bound: bool = True) -> bool:
         """Is ``method`` (of class ``ref``, defined in ``facts``) marked?
 
-        Registered somewhere in the project: for the class of the registered model when the
-        registering file tells it (that class, its bases and its subclasses), by name alone when
-        it does not. Or decorated with a mark the runtime honours: ``runtime_shim``'s own
-        decorators (resolved through the file's imports, so a look-alike defined elsewhere does
-        not count) or one named in ``mark-decorators``. ``bound=False`` leaves out registrations
-        on a particular set-up model (FWD002 matches those to its calls itself)."""
-        if method.name in self.marked_names:
+        Decorated with a mark the runtime honours: ``runtime_shim``'s own decorators (resolved
+        through the file's imports, so a look-alike defined elsewhere does not count) or one named
+        in ``mark-decorators``: that marks the class. Or registered, which marks one model
+        (``registered``): then only if every set-up of the class in the project registers it.
+        ``bound=False`` leaves out registrations on a particular set-up model (FWD002 matches
+        those to its calls itself)."""
+        if self.mark_decorator(method, facts) is not None:
             return True
-        for origin, cls, is_bound in self.class_marks.get(method.name, ()) if ref is not None else ():
+        return self.registered(method.name, ref, bound) and not any(
+            not set_up.registered for set_up in self.set_ups(method.name, ref))
+
+    def registered(self, name: str, ref: Optional[ClassRef], bound: bool = True) -> bool:
+        """Does the project register method ``name`` anywhere for class ``ref``: on a model of that
+        class (its bases and subclasses) when the registering file tells the class, or on a model
+        whose class no file tells (``marked_names``)?"""
+        if name in self.marked_names:
+            return True
+        for origin, cls, is_bound in self.class_marks.get(name, ()) if ref is not None else ():
             if is_bound and not bound:
                 continue
-            marked = self.find_constructed(cls, origin)
-            if marked is not None and (any(item.key == marked.key for item in self.mro(ref))
-                                       or any(item.key == ref.key for item in self.mro(marked))):
+            if self._related(self.find_constructed(cls, origin), ref):
                 return True
-        return self.mark_decorator(method, facts) is not None
+        return False
+
+    def _related(self, marked: Optional[ClassRef], ref: ClassRef) -> bool:
+        return marked is not None and (any(item.key == marked.key for item in self.mro(ref))
+                                       or any(item.key == ref.key for item in self.mro(marked)))
+
+    def set_ups(self, name: str, ref: Optional[ClassRef]) -> list[SetUp]:
+        """The set-ups (``WrapSite``) in the project's files of a model of class ``ref`` or a
+        subclass, each with whether it registers method ``name``: a registration on that set-up
+        model (``Mark.site``), or one in the same file on a model of the class before it was set up
+        (``runtime_shim.mark_forward_method(model, name)`` then ``DDP(model)``; marks travel with
+        the model). A registration marks one model, so each set-up needs its own."""
+        if ref is None:
+            return []
+        if self._sites is None:
+            self._sites = [(facts, index, site) for facts in self.files.values()
+                           for index, site in enumerate(facts.wrap_sites) if site.cls]
+        found: list[SetUp] = []
+        for facts, index, site in self._sites:
+            built = self.find_constructed(site.cls, facts)
+            if built is None or not any(item.key == ref.key for item in self.mro(built)):
+                continue
+            found.append(SetUp(facts, index, site, self.registers(facts, index, name, built)))
+        return found
+
+    def registers(self, facts: FileFacts, index: int, name: str, built: Optional[ClassRef]) -> bool:
+        """Does the file register method ``name`` on the model it sets up at ``wrap_sites[index]``
+        (of class ``built``), after the set-up or on the model before it (``set_ups``)?"""
+        return any(mark.name == name and (mark.site == index or (
+            mark.site < 0 and bool(mark.cls) and built is not None
+            and self._related(self.find_constructed(mark.cls, facts), built))) for mark in facts.marks)
 
     def mark_decorator(self, method: MethodFacts, facts: FileFacts) -> Optional[int]:
         """Position (top first) of the decorator that marks ``method``, if one does."""

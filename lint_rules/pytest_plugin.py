@@ -37,7 +37,7 @@ from typing import Any, Optional
 
 import pytest
 
-from lint_rules.contract import counted, entry_of_message
+from lint_rules.contract import GUARD_SUMMARY_ADVICE, counted, entry_of_message
 
 MODES = ("error", "warn")  # --fwd-guard=MODE; a bare --fwd-guard is error
 _PROPERTY = "fwd_unmarked_entry"  # user_properties key: "Class.method"
@@ -153,8 +153,7 @@ class Guard:
                                      if self.mode != "record" else "fwdlint: unmarked forward entries")
             for entry, nodeid in sorted(hits.items()):
                 terminalreporter.line(f"{entry}  first run by {nodeid}" if nodeid else entry)
-            terminalreporter.line("mark each with @forward_entry from runtime_shim, or register it after the set-up "
-                                  "(fwdlint --explain FWD001)")
+            terminalreporter.line(GUARD_SUMMARY_ADVICE)
         if recorded:
             terminalreporter.line(recorded)
 

@@ -298,7 +298,7 @@ class GuardRecord:
             recorder.ACTIVE.note(entry.module, entry.method, False, self.wrapper_name, entry.caller, self.wrapped_at)
         if self.mode == "record":
             return
-        message = unmarked_entry_error(cls, entry.method, entry.chain)
+        message = unmarked_entry_error(cls, entry.method, entry.chain, self.wrapper_name)
         if self.mode == "error":
             raise UnmarkedEntryError(message)
         key = (cls, entry.method)

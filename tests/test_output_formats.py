@@ -35,7 +35,10 @@ BAD_MARK = ("import torch.nn as nn\nfrom runtime_shim import forward_entry\n\n\n
             "    @forward_entry\n    def forward(self, x):\n        return x\n")
 MESSAGE = "M.gen runs forward computation outside forward (gen -> self(...) at line 5) but is not marked"
 HELP = ("decorate it with @forward_entry from runtime_shim (importing runtime_shim routes marked methods through DDP, "
-        "FSDP and Fabric) or call model.mark_forward_method('gen') after fabric.setup()")
+        "FSDP and Fabric), or register it on every set-up model: runtime_shim.mark_forward_method(wrapper, 'gen') "
+        "for DDP, FSDP1 and FSDP2 (the DDP or FSDP wrapper, or the fully_shard-ed module), "
+        "torch.distributed.fsdp.register_fsdp_forward_method(model, 'gen') for FSDP2, "
+        "fabric_model.mark_forward_method('gen') after fabric.setup() for Fabric")
 
 
 @pytest.fixture

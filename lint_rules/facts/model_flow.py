@@ -316,6 +316,11 @@ class ModelFlow(Collector):
         assert isinstance(func, ast.Attribute)
         method = func.attr
         if method == contract.MARK_METHOD_CALL:
+            module = self.walk.names.dotted_ref(func.value) or ""
+            if module.split(".", 1)[0] == contract.DECORATOR_MODULE and (call.args or call.keywords):
+                args = call_args(call)  # runtime_shim.mark_forward_method(ddp, "name"): the function form
+                self._mark(call, args[0].value, "shim", args[1:], scope)
+                return
             self._mark(call, func.value, "fabric", call_args(call), scope)
             return
         if method == contract.FSDP_REGISTER_CALL and (call.args or call.keywords):

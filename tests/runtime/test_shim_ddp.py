@@ -38,8 +38,8 @@ def _check_probe(probe: dict) -> None:
     for name, chain in chains.items():
         for holder in ("raw", "ddp.module"):
             message = probe[f"{holder}.{name}"]
-            prefix = unmarked_entry_error("Toy", name, "CHAIN").split("(CHAIN)")[0]
-            suffix = unmarked_entry_error("Toy", name, "CHAIN").split("(CHAIN)")[1]
+            prefix = unmarked_entry_error("Toy", name, "CHAIN", "ddp").split("(CHAIN)")[0]
+            suffix = unmarked_entry_error("Toy", name, "CHAIN", "ddp").split("(CHAIN)")[1]
             assert message.startswith(prefix + "(" + chain), message
             assert message.endswith(")" + suffix), message
     assert probe["describe"].startswith("Toy(")

@@ -12,8 +12,12 @@ only at run time. Mark such methods so ``runtime_shim`` (or Fabric) routes them 
         @forward_entry
         def generate(self, idx): ...
 
-or, for classes you cannot edit, ``model.mark_forward_method("generate")`` after
-``model = fabric.setup(model)`` (``register_fsdp_forward_method(model, "generate")`` for FSDP2).
+or, for classes you cannot edit, register the method on every set-up model with its wrapper's API:
+``fabric_model.mark_forward_method("generate")`` after ``fabric_model = fabric.setup(model)``,
+``register_fsdp_forward_method(model, "generate")`` after FSDP2's ``fully_shard(model)``, or
+``runtime_shim.mark_forward_method(ddp, "generate")`` for DDP, FSDP1 and FSDP2. The help names the
+registration of the wrappers the project sets the class up with, and every option when it sets
+it up nowhere fwdlint sees.
 
 What is checked
     Module classes: those whose bases, read from the project and the installed packages of the
@@ -71,19 +75,29 @@ What counts as a mark
     mark), or your own decorators named in ``mark-decorators`` (they must apply
     ``forward_entry``). Importing ``runtime_shim`` is what makes a decorator take effect: from
     then on DDP, FSDP1, FSDP2 and Fabric wrappers route marked methods, with nothing else to
-    enable. A registration anywhere in the project: ``model.mark_forward_method("name")`` after
-    ``fabric.setup``, ``runtime_shim``'s ``mark_forward_method(model, "name")`` or
-    ``mark_forward_method(model, model.name)``, FSDP2's ``register_fsdp_forward_method(model,
-    "name")``. It marks the method for the registered model's class (its bases and subclasses)
-    when the registering file tells that class, and for every class when it does not. FWD003
-    reports marks that fail or do nothing.
+    enable. A decorator marks the class. A registration marks the one model it is given:
+    ``model.mark_forward_method("name")`` after ``fabric.setup``, ``runtime_shim``'s
+    ``mark_forward_method(model, "name")`` or ``mark_forward_method(model, model.name)``, FSDP2's
+    ``register_fsdp_forward_method(model, "name")``. So a method marked only by registrations is
+    marked only if every set-up of its class (or a subclass) in the project's files (``DDP(...)``,
+    ``FSDP(...)``, ``fully_shard(...)``, ``fabric.setup(...)``, ``accelerator.prepare(...)``)
+    registers it, right after the set-up or on the model before it in the same file; otherwise
+    the message names the set-ups that register it and those that do not (``file:line``, at most
+    three of each, then "and N more"), and FWD002 reports the calls on the ones that do not. A
+    project with registrations of the class and no set-up of it that fwdlint can see (the model is
+    set up in a function of another package) keeps them as marks. A registration whose model's
+    class the registering file cannot tell (``mark_forward_method(wrapper, "name")`` on a
+    function's parameter) marks the method by name only when it is the only information: when the
+    project sets the class up nowhere fwdlint sees; a set-up of the class that registers nothing is
+    reported. FWD003 reports marks that fail or do nothing.
 
 Fix (``--fix``; the ``style`` option, ``--fix-style``)
     ``decorator`` (default): ``@forward_entry`` on the method, and its import
     (``fix_decorator``); a class attribute alias becomes ``decode = forward_entry(decode_function)``,
     which is what the decorator does. ``call``: for classes you do not want to edit, a registration right
-    after each set-up of a model of the class that is followed by a call of the method
-    (``fix_call``). Generators and ``async`` methods are never decorated: the decorator refuses
+    after every set-up of a model of the class in the project, once one of them calls the method
+    or registers it (``fix_call``); where a set-up cannot be edited by the run (a file it was not
+    given, no variable, no room after the statement) the finding is not fixed, saying where. Generators and ``async`` methods are never decorated: the decorator refuses
     them when the class is defined.
 
 A function bound as a class attribute (``decode = decode_function``) is a method: reported at the
@@ -117,7 +131,7 @@ from lint_rules.computation import ClassAnalysis, analysis_for, never_entry
 from lint_rules.diagnostics import Diagnostic
 from lint_rules.facts.model import DYNAMIC_CALL, SELF_CALL, SUPER_CALL, ClassFacts, FileFacts
 from lint_rules.fix.result import FileFix, FixContext, Unfixed
-from lint_rules.project import ClassRef, ProjectIndex
+from lint_rules.project import ClassRef, ProjectIndex, SetUp
 from lint_rules.rules.base import Invalid, Valid
 
 CODE = "FWD001"
@@ -277,8 +291,34 @@ def check(view: ProjectIndex, facts: FileFacts) -> Iterator[Diagnostic]:
                 shown = ", ".join(callers[:2]) + (f" and {len(callers) - 2} more" if len(callers) > 2 else "")
                 chain_text += f"; called in this project only from {shown}"
             message = contract.unmarked_entry_message(cls.qualname, method.name, chain_text)
+            set_ups = view.set_ups(method.name, ref)
+            if view.registered(method.name, ref):
+                message += _registered_on_some(set_ups)
             yield Diagnostic(facts.path, method.line, method.col, CODE, message, f"{cls.qualname}.{method.name}",
-                             contract.unmarked_entry_help(method.name))
+                             contract.unmarked_entry_help(method.name, [s.site.kind for s in set_ups]))
+
+
+#: How many set-ups a message names on each side before it says "and N more".
+SHOWN_SET_UPS = 3
+WRAPPER_NAMES = {"fabric": "fabric.setup", "fsdp2": "fully_shard", "ddp": "DDP", "fsdp1": "FSDP",
+                 "accelerate": "accelerator.prepare"}
+
+
+def _set_ups_text(set_ups: Sequence[SetUp]) -> str:
+    shown = [f"{s.where} ({WRAPPER_NAMES.get(s.site.kind, s.site.kind)})" for s in set_ups[:SHOWN_SET_UPS]]
+    more = len(set_ups) - len(shown)
+    return ", ".join(shown) + (f" and {more} more" if more > 0 else "")
+
+
+def _registered_on_some(set_ups: Sequence[SetUp]) -> str:
+    """What the message adds when the method is registered, but not on every set-up of its class:
+    a registration marks the one model it is given."""
+    done = [s for s in set_ups if s.registered]
+    missing = [s for s in set_ups if not s.registered]
+    registered = (f"registered on the set-up{'s' if len(done) != 1 else ''} at {_set_ups_text(done)}" if done
+                  else "registered on a model of the class")
+    return (f"; {registered}, not on the set-up{'s' if len(missing) != 1 else ''} at {_set_ups_text(missing)} "
+            f"(a registration marks only the model it is given)")
 
 
 def _called_only_from_forward(view: ProjectIndex, analysis: ClassAnalysis, name: str) -> Optional[list[str]]:

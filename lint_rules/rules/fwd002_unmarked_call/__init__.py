@@ -34,8 +34,11 @@ What is followed
 
 How it meets FWD001
     One problem, one finding: if the method's class is part of the project (any file under the
-    project root, or given on the command line) FWD001 reports the ``def`` and FWD002 stays
-    silent; marking the method there fixes every call. FWD002 reports the calls of methods whose
+    project root, or given on the command line) and the method is registered nowhere, FWD001
+    reports the ``def`` and FWD002 stays silent; marking the method there fixes every call. A
+    registration marks only the model it is given: once the method is registered on some set-up,
+    each call on a set-up that does not register it is reported here too, whoever owns the class
+    (FWD001 names the set-ups at the ``def``). FWD002 reports the calls of methods whose
     class lives outside the project (an installed package you cannot edit), and those whose
     FWD001 finding is silenced with ``# noqa``. A call on a model whose class the file does not
     tell is not reported: nothing is guessed.
@@ -160,19 +163,26 @@ def check(view: ProjectIndex, facts: FileFacts) -> Iterator[Diagnostic]:
         if found is None:
             continue
         owner, method = analysis.mro[found[0]], found[1]
-        if never_entry(method, view.is_lightning_class(ref)) or view.is_marked(method, owner.file, ref, bound=False):
+        if never_entry(method, view.is_lightning_class(ref)) or view.mark_decorator(method, owner.file) is not None:
             continue
-        if any(mark.name == method.name and mark.site == wrapped.site for mark in facts.marks):
+        if view.registers(facts, wrapped.site, method.name, ref):
             continue  # registered on this very set-up model
         chain = analysis.chain(wrapped.method)
-        if chain is None or _fwd001_owns(view, owner, method):
+        if chain is None:
+            continue
+        # Registered on other set-ups: each set-up needs its own, so this call is reported whoever
+        # owns the class. Registered nowhere: a class of the project is FWD001's, at its def.
+        elsewhere = view.registered(method.name, ref)
+        if not elsewhere and _fwd001_owns(view, owner, method):
             continue
         how = registration(site, wrapped.method) if site.var else f"mark_forward_method(<the wrapper>, '{method.name}')"
         message = (f"{wrapped.text}(...) runs {owner.cls.qualname}.{method.name} outside the wrapper's forward "
                    f"({contract.format_chain(chain)}) on the model set up at line {site.line} "
                    f"({_SET_UP[site.kind]})")
         yield Diagnostic(facts.path, wrapped.line, wrapped.col, CODE, message, wrapped.text,
-                         f"register it right after the set-up: {how}")
+                         f"register it right after the set-up: {how}"
+                         + ("; it is registered on other set-ups, and a registration marks only the model it is "
+                            "given" if elsewhere else ""))
 
 
 def fix(context: FixContext, findings: Sequence[Diagnostic],
