@@ -53,7 +53,7 @@ def _make_venv(prefix: Path) -> None:
 
 
 def _make_copies(prefix: Path) -> None:
-    python = python_with_package(prefix.parent / "copies-tmp", {})  # venv.create: copies, not links
+    python = python_with_package(prefix.parent / "copies-tmp", {}, torch=False)  # venv.create: copies, not links
     shutil.move(str(python.parent.parent), str(prefix))
 
 
@@ -126,7 +126,7 @@ def test_installed_base_is_read_from_each_kind_of_venv(made: tuple[str, Path], w
                           "--python prefix": (["--python", str(prefix)], {}, elsewhere),
                           "VIRTUAL_ENV": ([], {"VIRTUAL_ENV": str(prefix)}, elsewhere),
                           "project .venv": ([], {}, root)}[way]
-    proc = _fwdlint(tool, cwd, *args, ".", **environ)
+    proc = _fwdlint(tool, cwd, "-v", *args, ".", **environ)  # -v: which environment was read
     assert (proc.returncode, proc.stdout.startswith(FINDING)) == (1, True), proc.stdout + proc.stderr
     source = {"VIRTUAL_ENV": "$VIRTUAL_ENV", "project .venv": "the project root"}.get(way, "--python")
     assert _described(proc.stderr, cwd) == ("venv", prefix.resolve(), f"(from {source}), python {VERSION}, 1 site dir")
@@ -167,7 +167,7 @@ def test_installed_base_is_read_from_a_conda_prefix(tmp_path: Path, tool: Path, 
     project = _project(tmp_path / "project")
     args, environ = (["--python", str(prefix / "bin" / "python")], {}) if way == "--python" else (
         [], {"CONDA_PREFIX": str(prefix)})
-    proc = _fwdlint(tool, project, *args, ".", **environ)
+    proc = _fwdlint(tool, project, "-v", *args, ".", **environ)
     assert (proc.returncode, proc.stdout.startswith(FINDING)) == (1, True), proc.stdout + proc.stderr
     source = "$CONDA_PREFIX" if way == "CONDA_PREFIX" else "--python"
     assert _described(proc.stderr, project) == ("conda", prefix.resolve(), f"(from {source}), python {VERSION}, "
@@ -180,7 +180,8 @@ def test_installed_base_is_read_from_a_conda_prefix(tmp_path: Path, tool: Path, 
 def test_stale_virtual_env_is_a_warning_not_silence(tmp_path: Path, tool: Path) -> None:
     project = _project(tmp_path / "project")
     proc = _fwdlint(tool, project, "-q", ".", VIRTUAL_ENV=str(tmp_path / "gone"))
-    assert proc.returncode == 0 and proc.stdout == ""
+    # the interpreter read has no extpkg: Model's base is not read, and that is said
+    assert proc.returncode == 1 and "FWD005 package 'extpkg' is not installed" in proc.stdout
     assert proc.stderr.startswith(f"fwdlint: warning: $VIRTUAL_ENV {tmp_path / 'gone'} is not a virtual environment "
                                   f"(no pyvenv.cfg there): ignored; reading interpreter {tool} (from running fwdlint), "
                                   f"python {VERSION}, ")
@@ -193,7 +194,7 @@ def test_fwdlints_own_activated_venv_gives_way_to_the_project_venv(tmp_path: Pat
     project = _project(tmp_path / "project")
     _make_venv(project / ".venv")
     _install(project / ".venv" / "bin" / "python", PACKAGE)
-    proc = _fwdlint(tool, project, ".", VIRTUAL_ENV=str(tool.parent.parent))
+    proc = _fwdlint(tool, project, "-v", ".", VIRTUAL_ENV=str(tool.parent.parent))
     assert proc.returncode == 1 and proc.stdout.startswith(FINDING), proc.stderr
     assert "(from the project root)" in proc.stderr
 
@@ -260,7 +261,7 @@ def test_editable_installs_are_read(tmp_path: Path, tool: Path) -> None:
     assert {flat.resolve(), (src / "src").resolve()} <= set(found.roots)
     (project / "user.py").write_text(USER.replace("extpkg", "extflat") + "\n\n" + USER.replace(
         "extpkg", "extsrc").replace("class Model", "class Other"))
-    proc = _fwdlint(tool, project, ".")
+    proc = _fwdlint(tool, project, "-v", ".")
     assert proc.returncode == 1, proc.stderr
     assert [line.split(" runs")[0] for line in proc.stdout.splitlines()] == [
         "user.py:5:9: FWD001 Model.generate", "user.py:13:9: FWD001 Other.generate"]
@@ -327,8 +328,8 @@ def test_a_silent_interpreter_times_out(tmp_path: Path, monkeypatch: pytest.Monk
 def test_a_system_interpreter_named_on_the_command_line_is_asked(tmp_path: Path, tool: Path) -> None:
     project = _project(tmp_path / "project")
     proc = _fwdlint(tool, project, "-v", "--python", BASE_PYTHON, ".")
-    assert proc.returncode == 0, proc.stderr
+    assert proc.returncode == 1 and "FWD005 package 'extpkg'" in proc.stdout, proc.stderr  # not installed there
     line = proc.stderr.splitlines()[0]
     assert line.startswith(f"fwdlint: environment: interpreter {BASE_PYTHON} (from --python), python {VERSION}, ")
     payload = json.loads(_fwdlint(tool, project, "--python", BASE_PYTHON, "--format", "json", ".").stdout)
-    assert payload["diagnostics"] == []
+    assert [d["code"] for d in payload["diagnostics"]] == ["FWD005"]

@@ -142,4 +142,5 @@ def test_a_dense_star_import_graph_is_searched_within_bounds(tmp_path: Path) -> 
     code, payload = cli_json(tmp_path, "--no-cache", "user.py")
     assert code == 0 and payload["errors"] == [], payload
     assert payload["stats"]["files_read_to_resolve_names"] < len(names) / 2
-    assert payload["stats"]["installed_files_read"] == 0  # the checked code's directory is not installed
+    # the checked code's directory is not installed: what is, is torch's own (nn.Module's module)
+    assert payload["stats"]["installed_files_read"] < 10

@@ -79,11 +79,11 @@ def _git_project(tmp_path: Path) -> tuple[dict[str, str], Path]:
     return env, project
 
 
-def _install_hooks(tmp_path: Path, env: dict[str, str], project: Path, *ids: str) -> list[str]:
-    """Configure this repository's hooks ``ids`` in ``project`` and install their environment;
-    returns the pre-commit command."""
+def _install_hooks(tmp_path: Path, env: dict[str, str], project: Path, *ids: str, verbose: bool = False) -> list[str]:
+    """Configure this repository's hooks ``ids`` in ``project`` (``verbose``: with ``args: [-v]``,
+    which says the environment read) and install their environment; returns the pre-commit command."""
     hooks, rev = _hook_repo(tmp_path, env)
-    listed = "".join(f"  - id: {hook}\n" for hook in ids)
+    listed = "".join(f"  - id: {hook}\n" + ("    args: [-v]\n" if verbose else "") for hook in ids)
     config = f"repos:\n- repo: {hooks.as_posix()}\n  rev: {rev}\n  hooks:\n{listed}"
     (project / ".pre-commit-config.yaml").write_text(config)
     pre_commit = [sys.executable, "-m", "pre_commit"]
@@ -176,7 +176,7 @@ def test_pre_commit_hook_reads_the_projects_venv(tmp_path: Path) -> None:
     (Path(site) / "extpkg" / "__init__.py").write_text("")
     (Path(site) / "extpkg" / "base.py").write_text(INSTALLED_BASE)
     (project / ".gitignore").write_text(".venv/\n")
-    pre_commit = _install_hooks(tmp_path, env, project, "fwdlint")
+    pre_commit = _install_hooks(tmp_path, env, project, "fwdlint", verbose=True)
     (project / "model.py").write_text(USES_INSTALLED)
     _git(project, env, "add", "model.py", ".gitignore", ".pre-commit-config.yaml")
     proc = _run([*pre_commit, "run"], project, env, timeout=240)

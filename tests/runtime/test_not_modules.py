@@ -107,9 +107,14 @@ def _observe(call: Callable[[Any], Any], make: Callable[[], Any]) -> dict[str, A
             "attributes": sorted(vars(mock)), "class": _text(mock.__class__)}
 
 
+#: FSDP1's own constructor does not return on a MagicMock (it walks attributes a MagicMock makes up
+#: without end, unpatched as patched; a clean-clone CI run hung there for 300 s): nothing to compare.
+PAIRS = [(case, kind) for case in CASES for kind in MOCKS
+         if (case, kind) != ("FullyShardedDataParallel.__init__", "MagicMock(spec=nn.Module)")]
+
+
 @pytest.mark.parametrize("mode", ["route", "warn"])
-@pytest.mark.parametrize("kind", MOCKS)
-@pytest.mark.parametrize("case", CASES)
+@pytest.mark.parametrize(("case", "kind"), PAIRS)
 def test_a_mock_meets_the_original_alone(case: str, kind: str, mode: str) -> None:
     where, call = CASES[case]
     installer.install(mode)
