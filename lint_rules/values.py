@@ -48,7 +48,7 @@ class Unresolved:
     path: str  # the file that names it
 
     def describe(self) -> str:
-        """What could not be seen, for a message: "timm (not installed)"."""
+        """What could not be seen, for a message: "package 'timm' is not installed"."""
         if self.reason == MISSING:
             return f"package '{self.package}' is not installed"
         if self.reason == DYNAMIC:
