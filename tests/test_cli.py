@@ -60,10 +60,11 @@ def test_unparsable_and_undecodable_files_are_reported_and_the_rest_checked(proj
 
 def test_json_errors_and_schema(project: Path) -> None:
     (project / "broken.py").write_text("class A:\n    def (:\n")
+    (project / "layers.py").write_text("from torch import nn\n\n\nclass Wide(nn.Linear):\n    pass\n")
     code, payload = cli_json(project, ".")
     assert code == 2
     assert set(payload) == {"version", "diagnostics", "errors", "stats"}
-    stats = payload["stats"]  # torch's own files, read to resolve nn.Module's subclasses
+    stats = payload["stats"]  # torch's own files, read to resolve nn.Linear's subclass
     assert set(stats) == {"files_read_to_resolve_names", "installed_files_read"}
     assert stats["files_read_to_resolve_names"] == stats["installed_files_read"] > 0
     assert payload["errors"] == [{"path": "broken.py", "message": payload["errors"][0]["message"]}]
