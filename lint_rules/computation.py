@@ -17,14 +17,15 @@ and ``self.proposal_matcher(...)`` out while catching the common ``LightningModu
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from dataclasses import dataclass, field
 from typing import Optional
 
 from lint_rules.facts.model import (
-    ATTR_CALL, DYNAMIC_CALL, ELEMENT_METHOD, PASS_CALL, RESULT_CALL, RESULT_METHOD, SELF_CALL, SRC_ANNOTATION,
+    ATTR_CALL, DYNAMIC_CALL, ELEMENT_METHOD, PASS_CALL, READ, RESULT_CALL, RESULT_METHOD, SELF_CALL, SRC_ANNOTATION,
     SRC_ATTR, SRC_CALL, SRC_ELEMENT, SRC_MODULE, SRC_NOT_MODULE, SRC_PARAM, SRC_PARAM_CALL, SRC_REF, SRC_RESULT,
-    SUB_CALL, SUB_METHOD, SUB_RESULT, SUPER_CALL, FileFacts, FunctionFacts, MethodFacts, Source, Use,
+    SUB_CALL, SUB_METHOD, SUB_RESULT, SUPER_CALL, FileFacts, FunctionFacts, Guard, MethodFacts, Source, Use,
 )
 from lint_rules import contract
 from lint_rules.holders import holder_summary
@@ -221,10 +222,22 @@ class ClassAnalysis:
         found = self.lookup(name)
         return self._chain(found[0], found[1]) if found else None
 
-    def _chain(self, position: int, method: MethodFacts, origin: Optional[FileFacts] = None) -> Optional[Chain]:
+    def _called_chain(self, position: int, method: MethodFacts, arguments: tuple[tuple[str, str], ...]) -> Optional[Chain]:
+        """``self.<method>(...)`` called with ``arguments``: the uses its constants let run
+        (``self._run("norm")`` never takes ``if mode == "forward": return self.net(x)``)."""
+        dropped = [str(i) for i, use in enumerate(method.uses)
+                   if not all(_admitted(guard, arguments) for guard in use.guards)]
+        if not dropped:
+            return self._chain(position, method)
+        kept = tuple(use for use in method.uses if all(_admitted(guard, arguments) for guard in use.guards))
+        return self._chain(position, dataclasses.replace(method, uses=kept), variant="-" + ",".join(dropped))
+
+    def _chain(self, position: int, method: MethodFacts, origin: Optional[FileFacts] = None,
+               variant: str = "") -> Optional[Chain]:
         """``origin``: the file whose imports the uses were resolved with (a function's summary
-        is read in the function's file; a method's in its class's)."""
-        key = (position, method.name, method.kind)
+        is read in the function's file; a method's in its class's). ``variant``: which uses a
+        caller's constants left out (``_called_chain``)."""
+        key = (position, method.name, method.kind + variant)
         if key in self._chains:
             self.index.note(*self._unknowns.get(key, ()))
             return self._chains[key]
@@ -295,7 +308,7 @@ class ClassAnalysis:
             if found is not None:
                 if use.name in FORWARD_NAMES:
                     return [method.name, evidence]
-                inner = self._chain(*found) or self._override_chain(found[1])
+                inner = self._called_chain(*found, use.arguments) or self._override_chain(found[1])
                 if inner:
                     return [method.name, *inner]
             elif self.is_submodule(use.name):
@@ -322,12 +335,33 @@ class ClassAnalysis:
             inner = self._passed_runs(position, use, origin)
             if inner:
                 return [method.name, evidence, *inner[1:]]
+        elif use.kind == READ:
+            return self._read_chain(method, use, evidence)
         elif use.kind == DYNAMIC_CALL:
             for name in self.quoted_methods():
                 if name != method.name:
                     inner = self.chain(name)
                     if inner:
                         return [method.name, *inner]
+        return None
+
+    def _read_chain(self, method: MethodFacts, use: Use, evidence: str) -> Optional[Chain]:
+        """``self.codebooks`` or ``layer.codebook`` (of ``self.layers``' elements) read: a property's
+        getter runs, and computes if its body does (``property -> self.code_transform(...)``)."""
+        if not use.name:
+            found = self.lookup(use.method)
+            inner = self._chain(*found) if found is not None and found[1].kind == "property" else None
+            return [method.name, *inner] if inner else None
+        elements = use.name.endswith("[]")
+        attr = use.name[:-2] if elements else use.name
+        if "." in attr or "[" in attr or not self.is_submodule(attr):
+            return None
+        for target in self.submodule_classes(attr, elements=elements):
+            analysis = analysis_for(self.index, target)
+            found = analysis.lookup(use.method)
+            inner = analysis.chain(use.method) if found is not None and found[1].kind == "property" else None
+            if inner:
+                return [method.name, evidence, f"{target.cls.qualname}.{use.method}", *inner[1:]]
         return None
 
     def _passed_runs(self, position: int, use: Use, origin: FileFacts) -> Optional[Chain]:
@@ -524,6 +558,17 @@ def _owners(index: ProjectIndex) -> dict[str, list[ClassRef]]:
                         owners.setdefault(method.name, []).append(ClassRef(facts, cls))
         index.method_owners = owners
     return index.method_owners  # type: ignore[return-value]
+
+
+def _admitted(guard: Guard, arguments: tuple[tuple[str, str], ...]) -> bool:
+    """Can a use under ``guard`` run when the method is called with ``arguments``? Yes unless
+    the parameter's value there is a constant (passed, or its default) that the guard excludes."""
+    slot = str(guard.position) if guard.position >= 0 else guard.param
+    passed = dict(arguments)
+    value = passed.get(slot, passed.get(guard.param))
+    if value is None:  # not passed: the default, unless unpacked arguments may fill it
+        value = "" if "*" in passed else guard.default
+    return not value or guard.admits(value)
 
 
 def _unknown_entry(method: str) -> bool:

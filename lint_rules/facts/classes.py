@@ -11,12 +11,13 @@ kind ``alias`` that hands self to the function. Nested classes are classes too, 
 from __future__ import annotations
 
 import ast
+import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
 
 from lint_rules.facts.entry_uses import MethodBody, method_kind
-from lint_rules.facts.model import PASS_CALL, SRC_ANNOTATION, ClassFacts, MethodFacts, Source, Use
+from lint_rules.facts.model import PASS_CALL, READ, SRC_ANNOTATION, ClassFacts, Guard, MethodFacts, Source, Use
 from lint_rules.facts.traversal import Collector, Scope
 from lint_rules.facts.walk import FUNCTIONS, dotted_name, positional_params
 
@@ -112,6 +113,10 @@ class Classes(Collector):
                     merged.setdefault(name, []).extend(sources)
             defined = {method.name for method in methods}
             methods.extend(alias for alias in record.aliases if alias.name not in defined)
+            # Reads of what the class assigns or defines as a plain method are no property's: not kept
+            properties = {method.name for method in methods if method.kind == "property"}
+            plain = (defined | set(merged)) - properties
+            methods = [_property_reads(method, plain) for method in methods]
             init = next((node for node in reversed(record.methods) if node.name == "__init__"), None)
             classes.append(ClassFacts(qualname=record.qualname, bases=record.bases, methods=tuple(methods),
                                       attrs=tuple((k, tuple(dict.fromkeys(v))) for k, v in merged.items()),
@@ -122,3 +127,16 @@ class Classes(Collector):
 def _init_params(node: ast.FunctionDef | ast.AsyncFunctionDef) -> tuple[str, ...]:
     """``__init__``'s parameters after self, as a call fills them: positional, then keyword-only."""
     return (*positional_params(node)[1:], *(arg.arg for arg in node.args.kwonlyargs))
+
+
+def _property_reads(method: MethodFacts, plain: set[str]) -> MethodFacts:
+    """``method`` keeping one of each attribute read (``READ``) that may be a property's."""
+    seen: set[tuple[str, str, tuple[Guard, ...]]] = set()
+    uses = []
+    for use in method.uses:
+        if use.kind == READ:
+            if (not use.name and use.method in plain) or (use.name, use.method, use.guards) in seen:
+                continue
+            seen.add((use.name, use.method, use.guards))
+        uses.append(use)
+    return method if len(uses) == len(method.uses) else dataclasses.replace(method, uses=tuple(uses))

@@ -16,10 +16,11 @@ from typing import Any, Callable, Optional, Sequence
 
 from lint_rules import contract
 from lint_rules.facts.model import (
-    ATTR_CALL, DYNAMIC_CALL, ELEMENT_METHOD, PASS_CALL, RESULT_CALL, RESULT_METHOD, SELF_CALL, SRC_ATTR, SRC_CALL,
+    ATTR_CALL, DYNAMIC_CALL, ELEMENT_METHOD, PASS_CALL, READ, RESULT_CALL, RESULT_METHOD, SELF_CALL, SRC_ATTR, SRC_CALL,
     SRC_ELEMENT, SRC_MODULE, SRC_NOT_MODULE, SRC_PARAM, SRC_PARAM_CALL, SRC_REF, SRC_RESULT, SRC_UNKNOWN, SUB_CALL,
-    SUB_METHOD, SUB_RESULT, SUPER_CALL, FunctionFacts, MethodFacts, Source, Use,
+    SUB_METHOD, SUB_RESULT, SUPER_CALL, FunctionFacts, Guard, MethodFacts, Source, Use,
 )
+from lint_rules.facts.guards import GuardReader, constant_arguments
 from lint_rules.facts.model_flow import ModelFlow
 from lint_rules.facts.names import Names
 from lint_rules.facts.traversal import Collector, FileWalk, Scope
@@ -53,7 +54,8 @@ class MethodScan:
         self.self_name = self_name
         self.params = params
         self.uses: list[tuple[ast.AST, Use]] = []
-        self.local_calls: list[tuple[ast.Call, str, tuple[Optional[str], ...], Callable[[str], str]]] = []
+        self.local_calls: list[tuple[ast.Call, str, tuple[Optional[str], ...], Callable[[str], str],
+                                     tuple[Guard, ...]]] = []
         # local name -> what it may stand for: ("attr"|"sub"|"self"|"result"|"dynamic", attribute or getter)
         self.bindings: dict[str, tuple[tuple[str, str], ...]] = {}
         self.locals: dict[str, list[ast.expr]] = {}
@@ -65,9 +67,16 @@ class MethodScan:
         # enumerate(layers): self.add_module(f"layer{i}", layer)`): what they hold are submodules
         self.registered_locals: set[str] = set()  # ... and "self.<attr>" for `enumerate(self.layers)`
         self.loop_over: dict[str, str] = {}  # loop variable -> the local (or "self.<attr>") it iterates
+        self.local_reads: list[tuple[ast.Attribute, str, tuple[Guard, ...]]] = []  # ``layer.codebook``
         self.returns: list[str] = []  # attributes returned as `return self.<attr>...`
         self.builds: list[str] = []  # `return X(...)`: what X resolves to
         self.calls_param = False  # calls one of its parameters (``encoder(obs)``): a function summary is kept
+        # The walk's ``if`` tests, read as guards on this method's parameters (``watch``); none for
+        # a function read with a parameter as self, which is read after the walk
+        self.conditions: Sequence[tuple[ast.expr, bool]] = ()
+        self.guard_reader: Optional[GuardReader] = None
+        self.own_body = True  # the walk is in the method's own body, not a function nested in it
+        self.fixed_guards: Optional[tuple[Guard, ...]] = None  # a local call's, kept from when it was read
 
     @classmethod
     def for_function(cls, names: Names, node: ast.FunctionDef, kind: str,
@@ -169,6 +178,8 @@ class MethodScan:
     def on_call(self, call: ast.Call) -> None:
         func, args = call.func, call_args(call)
         kind = type(func)
+        if kind is ast.Attribute:
+            func.__dict__["_fwd_called"] = True  # a method called, not an attribute read (``on_attribute``)
         if kind is ast.Name and func.id in self.params:
             self.calls_param = True
         name = func.attr if kind is ast.Attribute else (func.id if kind is ast.Name else "")
@@ -200,6 +211,16 @@ class MethodScan:
         else:
             self.passes(call)
         self.classify_callee(call, func, lambda text: text + "(...)")
+
+    def on_attribute(self, node: ast.Attribute) -> None:
+        """``self.codebooks``, ``layer.codebook``: read without a call (a property's getter runs)."""
+        value = node.value
+        if type(value) is not ast.Name or type(node.ctx) is not ast.Load or node.__dict__.get("_fwd_called"):
+            return
+        if self.is_self(value):
+            self.add(node, Use(READ, "", 0, f"{value.id}.{node.attr}", node.attr))
+        elif value.id not in self.params or value.id in self.locals:  # a loop variable, an alias: resolved last
+            self.local_reads.append((node, value.id, self.guards_now()))
 
     def _register_element(self, value: ast.expr) -> None:
         """A module registered under a computed name: if it is an element of a local list (a loop
@@ -295,7 +316,7 @@ class MethodScan:
                 and self.is_self(args[0].value):
             self.add(call, Use(SELF_CALL, "", 0, show(f"{root.id}.forward") + " with self"))
         elif not steps or None in steps or steps[-1] in FORWARD_NAMES or len(steps) == 1:
-            self.local_calls.append((call, root.id, steps, show))
+            self.local_calls.append((call, root.id, steps, show, self.guards_now()))
 
     def classify_call_result(self, call: ast.Call, inner: ast.Call, steps: tuple[Optional[str], ...],
                              show: Callable[[str], str]) -> None:
@@ -350,7 +371,7 @@ class MethodScan:
         if not steps or steps in (("forward",), ("__call__",)) or (steps[0] is None and calls_it):
             self.add(call, Use(SELF_CALL, "", 0, text))
         elif len(steps) == 1:
-            self.add(call, Use(ATTR_CALL, steps[0], 0, text))
+            self.add(call, Use(ATTR_CALL, steps[0], 0, text, arguments=constant_arguments(call)))
         elif calls_it and steps[0] is not None:
             self.add(call, Use(SUB_CALL, steps[0], 0, text))
         elif len(steps) == 2 and steps[0] is not None:
@@ -359,8 +380,33 @@ class MethodScan:
             path = render_chain("", steps[:-1]).lstrip(".").replace("[...]", "[]")
             self.add(call, Use(ELEMENT_METHOD, path, 0, text, method=last))
 
+    def watch(self, conditions: Sequence[tuple[ast.expr, bool]], node: ast.FunctionDef, kind: str) -> None:
+        """Give the uses found from now on the guards the walk's ``conditions`` set on parameters."""
+        self.conditions = conditions
+        positional = positional_params(node)[kind != "staticmethod":]  # what a call through self fills
+        self.guard_reader = GuardReader(list(self.params.values()), positional)
+
+    def guards_now(self) -> tuple[Guard, ...]:
+        """The guards on this method's parameters that the walk's current statement runs under
+        (none in a nested function: its parameters may shadow the method's)."""
+        if not self.own_body or not self.conditions or self.guard_reader is None:
+            return ()
+        return self.guard_reader.guards_of(self.conditions)
+
     def add(self, node: ast.AST, use: Use) -> None:
+        guards = self.fixed_guards if self.fixed_guards is not None else self.guards_now()
+        if guards:
+            use = dataclasses.replace(use, guards=guards)
         self.uses.append((node, use))
+
+    def guarded_uses(self, fn: ast.FunctionDef) -> list[tuple[ast.AST, Use]]:
+        """The uses, without the guards on parameters the body rebinds (``mode = mode or "x"``,
+        ``mode += 1``, ``for mode in ...``): the test no longer reads what the caller passed."""
+        if not any(use.guards for _, use in self.uses):
+            return self.uses
+        bound = {node.id for node in ast.walk(fn) if type(node) is ast.Name and type(node.ctx) is not ast.Load}
+        return [(node, dataclasses.replace(use, guards=tuple(g for g in use.guards if g.param not in bound))
+                 if any(g.param in bound for g in use.guards) else use) for node, use in self.uses]
 
     # -- local names: loop variables and aliases of submodules -----------------------------
     def shape(self, expr: ast.expr) -> Shape:
@@ -407,7 +453,7 @@ class MethodScan:
     def resolve_local_calls(self) -> None:
         """Calls on local names bound to pieces of self, read as the chains they stand for
         (``m = self.enc; m.encode(x)`` is ``self.enc.encode(x)``)."""
-        for call, name, steps, show in self.local_calls:
+        for call, name, steps, show, self.fixed_guards in self.local_calls:
             text = show(render_chain(name, steps))
             for kind, attr in self.bindings.get(name, ()):
                 if kind == "this":
@@ -422,6 +468,12 @@ class MethodScan:
                     self.add(call, Use(RESULT_CALL, attr, 0, f"{text} with {name} = self.{attr}()"))
                 elif kind == "dynamic" and not steps:
                     self.add(call, Use(DYNAMIC_CALL, "", 0, f"{text} with {name} = getattr(self, ...)"))
+        for node, name, self.fixed_guards in self.local_reads:
+            for kind, attr in self.bindings.get(name, ()):
+                if kind in ("attr", "sub"):
+                    holder = attr if kind == "attr" else f"{attr}[]"
+                    self.add(node, Use(READ, holder, 0, f"{name}.{node.attr} with {name} from self.{attr}", node.attr))
+        self.fixed_guards = None
 
     # -- attribute sources -----------------------------------------------------------------
     def sources(self, value: Optional[ast.expr], depth: int = 0) -> list[Source]:
@@ -580,6 +632,7 @@ def _relay(name: str) -> Callable[["EntryUses", Any, Scope], None]:
     def handler(self: "EntryUses", node: Any, scope: Scope) -> None:
         scan = self._scan(scope)
         if scan is not None:
+            scan.own_body = scope.node is scope.method
             getattr(scan, name)(node)
 
     handler.__name__ = name
@@ -589,7 +642,8 @@ def _relay(name: str) -> Callable[["EntryUses", Any, Scope], None]:
 class EntryUses(Collector):
     name = "entry_uses"
     triggers = ("class", "def ")  # a file of functions only: they may be handed modules
-    handlers = {ast.Call: "on_call", ast.For: "on_for", ast.comprehension: "on_for", ast.Assign: "on_assign",
+    handlers = {ast.Call: "on_call", ast.Attribute: "on_attribute", ast.For: "on_for", ast.comprehension: "on_for",
+                ast.Assign: "on_assign",
                 ast.AnnAssign: "on_ann_assign", ast.Return: "on_return", ast.Yield: "on_yield"}
 
     @classmethod
@@ -616,6 +670,7 @@ class EntryUses(Collector):
         if scope.parent.kind == "class":
             kind = method_kind(self.walk.names.decorators(node))
             self.scans[node] = (kind, MethodScan.for_function(self.walk.names, node, kind))
+            self.scans[node][1].watch(self.walk.conditions, node, kind)
             if kind == "staticmethod":  # summarised like a function, named Class.method
                 self.statics[node] = scope.parent.prefix + node.name
             elif kind == "method":  # ... and so is a method, with self left out, if it is handed a module
@@ -633,6 +688,7 @@ class EntryUses(Collector):
     on_assign = _relay("on_assign_stmt")
     on_ann_assign = _relay("on_ann_assign")
     on_return = _relay("on_return")
+    on_attribute = _relay("on_attribute")
 
     def on_yield(self, node: ast.Yield | ast.YieldFrom, scope: Scope) -> None:
         if self.current is None and scope.method is not None and scope.node is scope.method:
@@ -671,7 +727,7 @@ class EntryUses(Collector):
         builds = list(scan.builds)
         if kind == "classmethod" and node.returns is not None:  # a factory's declared class, first
             builds.insert(0, self.walk.names.annotation_ref(node.returns))
-        return MethodBody(kind, self._located(node, kind, scan.uses), tuple(dict.fromkeys(scan.returns)),
+        return MethodBody(kind, self._located(node, kind, scan.guarded_uses(node)), tuple(dict.fromkeys(scan.returns)),
                           tuple(attrs), node in self.generators, abstract, tuple(b for b in dict.fromkeys(builds) if b),
                           type(node) is ast.AsyncFunctionDef)
 
@@ -720,12 +776,12 @@ class EntryUses(Collector):
         dunders and non-methods are never reported and never walked into, so they keep line 0,
         as do all uses of files read only to resolve names."""
         name = fn.name
-        if not uses or not self.walk.locate or kind != "method" or name in contract.NEVER_ENTRY \
+        if not uses or not self.walk.locate or kind not in ("method", "property") or name in contract.NEVER_ENTRY \
                 or contract.is_dunder(name):
             return tuple(use for _, use in uses)
-        first: dict[tuple[str, str, str, str], ast.AST] = {}
-        for node, use in uses:
-            first.setdefault((use.kind, use.name, use.method, use.text), node)
+        first: dict[tuple[str, str, str, str, tuple[Guard, ...]], ast.AST] = {}
+        for node, use in uses:  # a twin under other guards may be chosen when a caller's constants drop the first
+            first.setdefault((use.kind, use.name, use.method, use.text, use.guards), node)
         located = set(first.values())  # a node that is first for one use gives its line to all of its uses
         return tuple(
             dataclasses.replace(use, line=self.walk.position(node)[0]) if node in located else use

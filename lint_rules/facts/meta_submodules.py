@@ -12,7 +12,7 @@ put on meta by
 * ``.to("meta")``, ``.to(device="meta")``, ``.to(torch.device("meta"))`` or ``.to_empty(device="meta")``
   as its last call (after ``.eval()``, ``.requires_grad_(False)`` and other calls that return the
   module), applied to a constructor call, to ``self``, to ``self.<attr>``, to a ``copy.deepcopy`` of
-  those or of a parameter annotated as a module class; ``self.<attr>.to("meta")`` alone moves the
+  those or of a parameter (its annotated class, or ``param:<name>``); ``self.<attr>.to("meta")`` alone moves the
   submodule in place (``Module.to`` returns ``self``);
 * a constructor called with ``device="meta"``;
 * a local variable holding any of these, assigned to ``self`` later.
@@ -306,13 +306,15 @@ class MetaSubmodules(Collector):
         return ""
 
     def _param_class(self, name: ast.Name, scope: Scope) -> str:
-        """The class a parameter is annotated with (``encoder: nn.Module``), "" if none."""
+        """The class a parameter is annotated with (``encoder: nn.Module``), ``param:<name>`` if it
+        has none (the rule asks what the project passes there), "" if it is no parameter."""
         method = scope.method
         if method is None:
             return ""
         for param in params(method):
-            if param.name == name.id and param.annotation is not None:
-                return self.walk.names.annotation_ref(param.annotation)
+            if param.name == name.id:
+                annotated = param.annotation is not None
+                return self.walk.names.annotation_ref(param.annotation) if annotated else f"param:{name.id}"
         return ""
 
     def _position(self, node: ast.expr) -> tuple[int, int]:

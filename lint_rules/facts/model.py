@@ -28,6 +28,9 @@ PASS_CALL = "pass"  # fn(self.enc, ...): hands self ("" name) or a submodule to 
 ELEMENT_METHOD = "elemmethod"
 RESULT_METHOD = "resultmethod"  # self.getter().meth(...): name is the getter
 DYNAMIC_CALL = "dynamic"  # getattr(self, computed_name)(...): dispatch by a name quoted in the file
+# self.codebooks, layer.codebook (layer from self.layers): an attribute read, not called; if it is a
+# property, its getter runs. method: the attribute; name: "" for self, else what holds it ("layers[]", "vae")
+READ = "read"
 
 # Kinds of `Source`, i.e. of values assigned to a ``self.<attr>``.
 SRC_CALL = "call"  # result of calling `ref` (a class, a factory, X.from_pretrained)
@@ -48,6 +51,29 @@ SRC_UNKNOWN = "unknown"  # a value whose type the file does not tell
 COMPILE = "torch.compile"
 
 
+#: Every false constant as ``guards.constant`` spells it (False, 0 and 0.0 all "0").
+_FALSY = frozenset({"None", "0", "''", "b''"})
+
+
+@dataclass(frozen=True)
+class Guard:
+    """A test of one of the method's parameters against constants that a use runs under
+    (``if mode == "loss":``, ``if not return_loss:``, the rest of a block after ``if x is None:
+    return``). A caller that passes a constant there decides it (``Use.arguments``)."""
+
+    param: str
+    position: int  # among the positional parameters after self; -1 for a keyword-only one
+    test: str  # "in", "not in", "truthy" or "falsy"
+    values: tuple[str, ...] = ()  # the constants compared with, as ``repr`` gives them
+    default: str = ""  # the parameter's default when it is a constant (``repr``), else ""
+
+    def admits(self, value: str) -> bool:
+        """Can the use run when the parameter is the constant ``value`` (a ``repr``)?"""
+        if self.test in ("truthy", "falsy"):
+            return (value not in _FALSY) == (self.test == "truthy")
+        return (value in self.values) == (self.test == "in")
+
+
 @dataclass(frozen=True)
 class Use:
     kind: str
@@ -55,6 +81,10 @@ class Use:
     line: int
     text: str  # how it is shown in an evidence chain, e.g. "self.enc(...)"
     method: str = ""  # for SUB_METHOD: the method called on the submodule
+    guards: tuple[Guard, ...] = ()  # tests of the method's parameters it runs under (all of them hold)
+    # ATTR_CALL: the call's arguments by slot ("0", or the keyword) with their constant values
+    # (``repr``; "" for any other value); ("*", "") when it unpacks some
+    arguments: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -164,8 +194,8 @@ class MetaSubmodule:
     line: int
     col: int  # 0-based column of the attribute's name in ``self.<attr>``
     how: str  # what puts it on meta, as written: 'with torch.device("meta")', '.to("meta")'...
-    # what the value is: a class reference ("pkg.Block"), "self", "self.<attr>", "module", or
-    # "self.<method>()" (what the method returns)
+    # what the value is: a class reference ("pkg.Block"), "self", "self.<attr>", "module",
+    # "self.<method>()" (what the method returns) or "param:<name>" (an unannotated parameter's)
     value: str
     materialised: bool = False  # the class later calls to_empty / load_state_dict(assign=True) on it
 

@@ -132,6 +132,9 @@ class FileWalk:
         self.statement: Optional[ast.stmt] = None  # the simple statement being walked
         self._body: Sequence[ast.stmt] = ()  # ... the statement list it is in, and its index there
         self._index = 0
+        # The ``if`` tests the current statement runs under, and whether each holds there (the
+        # function being walked only: a nested def starts with none). ``facts/guards.py`` reads them.
+        self.conditions: list[tuple[ast.expr, bool]] = []
         self._lines: Optional[list[str]] = None
         self._dispatch: dict[type, list[Callable[[Any, Scope], None]]] = {}
         for collector in self.collectors:
@@ -174,15 +177,21 @@ class FileWalk:
 
     # -- statements --------------------------------------------------------------------------
     def block(self, stmts: Sequence[ast.stmt], scope: Scope) -> None:
+        depth = len(self.conditions)
         for index, stmt in enumerate(stmts):
             kind = type(stmt)
             if kind in DEFINITIONS:
                 self._definition(stmt, scope)
             elif kind in _COMPOUND:
                 self._compound(stmt, scope)
+                if kind is ast.If:  # `if mode != "x": return ...`: the rest runs only when the test fails
+                    body_exits, else_exits = _exits(stmt.body), _exits(stmt.orelse)
+                    if body_exits != else_exits:
+                        self.conditions.append((stmt.test, else_exits))
             else:
                 self.statement, self._body, self._index = stmt, stmts, index
                 self._small(stmt, scope)
+        del self.conditions[depth:]
 
     @property
     def inline(self) -> bool:
@@ -216,7 +225,11 @@ class FileWalk:
         self._handle(stmt, scope)
         for name in node_fields(stmt):
             value = getattr(stmt, name)
-            if name in _BODIES:
+            if name in _BODIES and type(stmt) is ast.If:
+                self.conditions.append((stmt.test, name == "body"))
+                self.block(value, scope)
+                self.conditions.pop()
+            elif name in _BODIES:
                 self.block(value, scope)
             elif name == "handlers" or name == "cases":
                 for part in value:  # except clauses, match cases: their header, then their block
@@ -239,11 +252,14 @@ class FileWalk:
             inner = self._scope("function", node, scope, f"{scope.prefix}{node.name}.<locals>.")
         else:
             inner = self._scope("class", node, scope, f"{scope.prefix}{node.name}.")
+        outer = self.conditions[:]
+        self.conditions.clear()
         for collector in self.collectors:
             collector.enter(node, inner)
         self.block(node.body, inner)
         for collector in reversed(self.collectors):
             collector.leave(node, inner)
+        self.conditions[:] = outer
 
     # -- expressions -------------------------------------------------------------------------
     def expressions(self, nodes: Sequence[ast.AST], scope: Scope,
@@ -302,3 +318,8 @@ class FileWalk:
         """(line, column) of the attribute's name in ``a.name``."""
         line = node.end_lineno or node.lineno
         return line, self.column(line, node.end_col_offset or 0) - len(node.attr)
+
+
+def _exits(body: Sequence[ast.stmt]) -> bool:
+    """Does the block always leave (return, raise, continue, break) when it ends?"""
+    return bool(body) and type(body[-1]) in (ast.Return, ast.Raise, ast.Continue, ast.Break)

@@ -40,7 +40,10 @@ Not reported
       ``object.__setattr__(self, "tpl", ...)``, a factory method that builds one on demand.
     * Meta tensors stored as plain attributes (``torch.empty(..., device="meta")``): not modules.
     * Values whose class the project cannot resolve and that the class never uses as a module:
-      no guessing.
+      no guessing. The exception is a parameter with no annotation (``copy.deepcopy(teacher)
+      .to("meta")``): a module if the class keeps it as a submodule elsewhere or a module class
+      of the project builds this class with a submodule there; otherwise reported as conditional
+      ("if `teacher` is a module"), since a module is what such code usually copies.
 
 Fix (by hand; both named in the message)
     keep the template out of the module tree (``self._tpl = [Block()]`` or
@@ -72,7 +75,7 @@ from typing import Iterator, Optional
 from lint_rules import contract
 from lint_rules.computation import analysis_for
 from lint_rules.diagnostics import Diagnostic
-from lint_rules.facts.model import FileFacts, MetaSubmodule
+from lint_rules.facts.model import SRC_CALL, SRC_PARAM, FileFacts, MetaSubmodule
 from lint_rules.project import ClassRef, ProjectIndex
 from lint_rules.rules.base import Invalid, Valid
 
@@ -140,6 +143,8 @@ class Model(nn.Module):
 def _is_module_value(view: ProjectIndex, facts: FileFacts, ref: ClassRef, found: MetaSubmodule) -> Optional[bool]:
     if found.value in ("self", "module"):
         return True
+    if found.value.startswith("param:"):
+        return _passed_module(view, ref, found.value[6:], found.attr)
     if found.value.startswith("self.") and found.value.endswith("()"):
         return _method_builds_module(view, ref, found.value[5:-2])
     if found.value.startswith("self."):
@@ -154,6 +159,34 @@ def _is_module_value(view: ProjectIndex, facts: FileFacts, ref: ClassRef, found:
     return verdict
 
 
+def _passed_module(view: ProjectIndex, ref: ClassRef, param: str, attr: str) -> Optional[bool]:
+    """Is what ``param`` (unannotated) holds a module? Yes if the class keeps it as a submodule
+    elsewhere (``self.teacher = teacher``, then called), or if a module class of the project builds
+    this class with itself or a submodule there (``self.student = Student(self.teacher)``); else
+    unknown (None): the finding is then conditional."""
+    analysis = analysis_for(view, ref)
+    for name, sources in ref.cls.attrs:
+        if name != attr and any(src.kind == SRC_PARAM and src.param == param for src in sources) \
+                and analysis.is_submodule(name):
+            return True
+    params = ref.cls.init_params
+    slots = {param, str(params.index(param))} if param in params else set()
+    for path, other in view.files.items():
+        for cls in other.classes:
+            for name, sources in cls.attrs:
+                for src in sources:
+                    handed = dict(piece.partition(":")[::2] for piece in src.param.split(",")) \
+                        if src.kind == SRC_CALL and src.param else {}
+                    passed = [handed[slot] for slot in slots if slot in handed]
+                    if not passed or view.find_class(src.ref, other) != ref:
+                        continue
+                    owner = ClassRef(other, cls)
+                    if view.is_module_class(owner) and any(
+                            not piece or analysis_for(view, owner).is_submodule(piece) for piece in passed):
+                        return True
+    return None
+
+
 def _method_builds_module(view: ProjectIndex, ref: ClassRef, name: str) -> bool:
     """Does ``self.<name>()`` return a module it builds (``return MLP(...)``, read from its body
     or its return annotation), in the class or, where the class leaves it abstract, in a subclass?"""
@@ -166,7 +199,11 @@ def _method_builds_module(view: ProjectIndex, ref: ClassRef, name: str) -> bool:
     return False
 
 
-def message(cls: str, found: MetaSubmodule) -> str:
+def message(cls: str, found: MetaSubmodule, known: bool = True) -> str:
+    if not known:
+        param = found.value[6:]
+        return (f"{cls}.{found.attr} is a submodule created on the meta device ({found.how}) if `{param}` is a "
+                f"module, which the project does not show (annotate `{param}`): moving the model then fails")
     return f"{cls}.{found.attr} is a submodule created on the meta device ({found.how}): moving the model fails"
 
 
@@ -183,7 +220,11 @@ def check(view: ProjectIndex, facts: FileFacts) -> Iterator[Diagnostic]:
         if found.materialised or cls is None:
             continue
         ref = ClassRef(facts, cls)
-        if not view.is_module_class(ref) or not _is_module_value(view, facts, ref, found):
+        if not view.is_module_class(ref):
+            continue
+        verdict = _is_module_value(view, facts, ref, found)
+        if verdict is False or (verdict is None and not found.value.startswith("param:")):
             continue
         symbol = f"{found.cls}.{found.attr}"
-        yield Diagnostic(facts.path, found.line, found.col, CODE, message(found.cls, found), symbol, help_for(found))
+        yield Diagnostic(facts.path, found.line, found.col, CODE, message(found.cls, found, verdict is True), symbol,
+                         help_for(found))

@@ -61,7 +61,12 @@ What counts as computation
     ``lint_rules/vocabulary.py`` (``generate``, ``encode``, ``forward_*``). Self or a submodule
     handed to a plain object that keeps it and runs it from its methods (``BeamSearch(self)
     .search(x)``, ``self.searcher = BeamSearch(self)`` then ``self.searcher.search(x)``, a function
-    that builds one) counts as well.
+    that builds one) counts as well. A helper that branches on a parameter
+    (``if mode == "encode": return self.encoder(x)``, ``if not return_loss: return w``, the rest of
+    a block after ``if kind not in (...): return``) computes for a caller only on the branches the
+    caller's constant arguments, or the parameter's constant default, can take:
+    ``self._step(None, "norm")`` is clean; a caller that passes a variable, or a body that rebinds
+    the parameter, takes every branch.
 
 Never reported
     ``forward``, ``__call__`` and other dunders; static and class methods; properties (they
