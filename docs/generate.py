@@ -35,7 +35,7 @@ SECTION = re.compile(r"(<!-- generated: (?P<name>[\w-]+) -->\n).*?(<!-- end gene
 
 def _inline(text: str) -> str:
     """reST's ``literal`` is Markdown's `literal`."""
-    return re.sub(r"``(.+?)``", r"`\1`", text)
+    return re.sub(r"``([^`]+?)``", r"`\1`", text)
 
 
 def _block(lines: list[str], start: int) -> tuple[list[str], int]:
@@ -45,6 +45,15 @@ def _block(lines: list[str], start: int) -> tuple[list[str], int]:
         end += 1
     body = textwrap.dedent("\n".join(lines[start:end])).strip("\n")
     return body.splitlines(), end
+
+
+def _language(code: list[str]) -> str:
+    """``python`` for a block that parses as Python, nothing for commands and other text."""
+    try:
+        ast.parse("\n".join(code))
+    except SyntaxError:
+        return ""
+    return "python"
 
 
 def _continues(para: list[str], line: str) -> bool:
@@ -71,12 +80,12 @@ def to_markdown(text: str) -> str:
             while i < len(lines) and not lines[i].strip():
                 i += 1
             code, i = _block(lines, i)
-            out += [_inline(line) for line in para] + ["", "```python", *code, "```"]
+            out += [_inline("\n".join(para)), "", "```" + _language(code), *code, "```", ""]
         elif i < len(lines) and lines[i].startswith(" "):  # a term and its definition
             body, i = _block(lines, i)
             out += ["### " + _inline(" ".join(line.strip() for line in para)), "", to_markdown("\n".join(body))]
         else:
-            out += [_inline(line) for line in para]
+            out.append(_inline("\n".join(para)))
     return "\n".join(out).strip("\n") + "\n"
 
 
@@ -94,8 +103,8 @@ def rule_page(rule: ModuleType) -> str:
              "Lines marked `# expect:` are reported, with a piece of the message. "
              "The tests run every example through `fwdlint` and flake8.\n"]
     for title, examples in (("Reported", rule.INVALID), ("Not reported", rule.VALID)):
-        for example in examples:
-            parts.append(f"### {title}\n\n```python\n{example.code.strip()}\n```\n")
+        parts.append(f"### {title}\n")
+        parts += [f"```python\n{example.code.strip()}\n```\n" for example in examples]
     return "\n".join(parts)
 
 
