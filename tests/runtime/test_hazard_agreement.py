@@ -144,6 +144,30 @@ def test_fwd101_forms_real_code_writes_report_exactly_the_meta_submodules() -> N
     assert len(runtime["Model"]) == 14 and runtime["Silent"] == set()
 
 
+def test_fwd101_meta_copies_of_constructor_arguments() -> None:
+    """``fixtures/fwd101/constructor_arguments``: ``copy.deepcopy(arg).to("meta")`` is a meta submodule
+    exactly when a module is passed. Reported where the project shows one is (a module class builds
+    the class with its submodule, or the class keeps it as one); conditional where nothing does,
+    and then it is one for a module and not for a tensor."""
+    directory = os.path.join(FIXTURES, "fwd101", "constructor_arguments")
+    distill, trainer = _import_from(directory, "distill"), _import_from(directory, "trainer")
+    built = trainer.Trainer()
+    runtime = {"Student": _meta_children(built.student), "Distiller": _meta_children(distill.Distiller(trainer.Teacher())),
+               "Averaged": _meta_children(distill.Averaged(trainer.Teacher())),
+               "Masked": _meta_children(distill.Masked(torch.ones(3)))}
+    with pytest.raises(NotImplementedError, match="Cannot copy out of meta tensor"):
+        built.to("cpu")
+    assert _meta_children(distill.Averaged(torch.ones(3))) == set()  # a tensor copied: no submodule
+    reported = {d["symbol"]: d["message"] for d in _lint(directory, ".")}
+    static: dict[str, set[str]] = {name: set() for name in runtime}
+    for symbol in reported:
+        cls, _, attr = symbol.partition(".")
+        static.setdefault(cls, set()).add(attr)
+    assert static == runtime == {"Student": {"shadow"}, "Distiller": {"frozen"}, "Averaged": {"template"}, "Masked": set()}
+    assert "if `model` is a module" in reported["Averaged.template"]
+    assert "if `" not in reported["Student.shadow"] + reported["Distiller.frozen"]
+
+
 # -- FWD301 --------------------------------------------------------------------------------
 
 class _PatchTracer:
