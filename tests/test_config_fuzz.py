@@ -25,7 +25,10 @@ import pytest
 from lint_rules.settings import FLAKE8_KEYS, KEYS
 
 SEED = 36
-PER_RUN = 5.0  # seconds a single fwdlint/flake8 run may take (they take 0.2-0.7 s)
+# Seconds a single fwdlint/flake8 run may take: a bound for hangs and superlinear work (a 1 MB code
+# took minutes), not a timing. Runs take 0.2-0.7 s on an idle machine; the project's rule is three
+# times what a loaded 2-core machine takes (up to 3x slower), rounded up.
+PER_RUN = 20.0
 MODEL = ("import torch.nn as nn\n\n\nclass Net(nn.Module):\n    def forward(self, x):\n        return x\n\n"
          "    def generate(self, x):\n        return self.forward(x)\n")
 
@@ -194,56 +197,12 @@ def check(proc: subprocess.CompletedProcess, elapsed: float, names: tuple[str, .
         assert any(name in lines[0] for name in names), f"{what}: the line names none of {names}: {lines[0]!r}"
 
 
-# Bugs found by this fuzzer (lint_rules is not fixed here): case id -> reason.
-_RECORD = ("a from-record value that names an unusable record is refused in one line that names the record "
-           "but neither the configuration file nor the key that named it (the CLI's from-record)")
-_CACHE_NUL = ("a cache-dir value holding a NUL byte: ValueError: embedded null byte from Path.mkdir in "
-              "store._claim (store.cache_directory), a traceback instead of one line")
-_MULTILINE = ("a from-record path holding newlines (an INI continuation) is printed as is: the refusal "
-              "spans several stderr lines")
-_HUGE_CODE = ("a 1 MB extend-select / extend-ignore code takes well over 5 s to refuse (5.7 s at 100 kB: "
-              "superlinear, the close-code suggestion's edit distance over the whole value, "
-              "settings.close_codes / _edits)")
-KNOWN_BUGS: dict[str, str] = {
-    **{f"{kind}-{section}-{key}-{value}": _RECORD for kind, section, key, value in (
-        ("pyproject.toml", "tool.fwdlint", "from-record", "directory"),
-        ("pyproject.toml", "tool.fwdlint", "from-record", "symlink-loop"),
-        ("pyproject.toml", "tool.fwdlint", "from-record", "dev-zero"),
-        ("setup.cfg", "fwdlint", "from-record", "nested-list"),
-        ("setup.cfg", "fwdlint", "from-record", "deep-array-500"),
-        ("tox.ini", "fwdlint", "from-record", "per-file-shape"),
-        (".flake8", "fwdlint", "from-record", "dev-zero"),
-        (".flake8", "fwdlint", "from-record", "fifo"),
-        ("tox.ini", "flake8", "fwd-from-record", "date"),
-        ("tox.ini", "flake8", "fwd-from-record", "inline-table"),
-        ("pyproject.toml", "tool.fwdlint", "from-record", "fifo"),
-        ("pyproject.toml", "tool.fwdlint", "from-record", "nul-escaped"),
-        ("setup.cfg", "flake8", "fwd-from-record", "dev-zero"),
-        (".flake8", "flake8", "fwd-from-record", "dev-zero"))},
-    "tox.ini-fwdlint-from-record-multiline": _MULTILINE,
-    "setup.cfg-flake8-fwd-from-record-multiline": _MULTILINE,
-    ".flake8-fwdlint-cache-dir-nul-escaped": _CACHE_NUL,
-    "pyproject.toml-tool.fwdlint-cache-dir-nul-escaped": _CACHE_NUL,
-    "setup.cfg-flake8-fwd-cache-dir-nul-raw": _CACHE_NUL,
-    "tox.ini-flake8-fwd-cache-dir-random-string-59": _CACHE_NUL + " (a seeded random string holding a NUL)",
-    "pyproject.toml-tool.fwdlint-extend-select-huge-string": _HUGE_CODE,
-    ".flake8-fwdlint-extend-ignore-huge-string": _HUGE_CODE,
-}
-FLAKE8_BUGS: dict[str, str] = {
-    "setup.cfg-flake8-fwd-from-record-multiline": _MULTILINE + " (under flake8)",
-    "tox.ini-fwdlint-from-record-multiline": _MULTILINE + " (under flake8)",
-    "setup.cfg-flake8-fwd-cache-dir-nul-raw": _CACHE_NUL + " (under flake8)",
-    "tox.ini-flake8-fwd-cache-dir-random-string-59": _CACHE_NUL + " (a seeded random string holding a NUL; flake8)",
-}
-
-
-def _params(selected: Callable[[Case], bool], bugs: dict[str, str]) -> list:
-    return [pytest.param(c, id=c.id, marks=[pytest.mark.xfail(strict=True, reason=bugs[c.id])]
-                         if c.id in bugs else []) for c in CASES if selected(c)]
+def _params(selected: Callable[[Case], bool]) -> list:
+    return [pytest.param(c, id=c.id) for c in CASES if selected(c)]
 
 
 @pytest.mark.timeout(PER_RUN * 3)
-@pytest.mark.parametrize("case", _params(lambda c: True, KNOWN_BUGS))
+@pytest.mark.parametrize("case", _params(lambda c: True))
 def test_fwdlint_answers_a_hostile_value_in_one_line(case: Case, tmp_path: Path) -> None:
     root = tmp_path / "project"
     root.mkdir()
@@ -253,7 +212,7 @@ def test_fwdlint_answers_a_hostile_value_in_one_line(case: Case, tmp_path: Path)
 
 
 @pytest.mark.timeout(PER_RUN * 3)
-@pytest.mark.parametrize("case", _params(lambda c: c.section == "flake8" or c in FLAKE8_FWDLINT, FLAKE8_BUGS))
+@pytest.mark.parametrize("case", _params(lambda c: c.section == "flake8" or c in FLAKE8_FWDLINT))
 def test_flake8_answers_a_hostile_value_in_one_line(case: Case, tmp_path: Path) -> None:
     root = tmp_path / "project"
     root.mkdir()
