@@ -25,8 +25,8 @@ import pytest
 from lint_rules.settings import FLAKE8_KEYS, KEYS
 
 SEED = 36
-# Seconds a single fwdlint/flake8 run may take: a bound for hangs and superlinear work (a 1 MB code
-# took minutes), not a timing. Runs take 0.2-0.7 s on an idle machine; the project's rule is three
+# Seconds a single fwdlint/flake8 run may take: a bound for hangs and superlinear work (a 100 kB code
+# took 5.7 s, quadratic), not a timing. Runs take 0.2-0.7 s on an idle machine; the project's rule is three
 # times what a loaded 2-core machine takes (up to 3x slower), rounded up.
 PER_RUN = 20.0
 MODEL = ("import torch.nn as nn\n\n\nclass Net(nn.Module):\n    def forward(self, x):\n        return x\n\n"
