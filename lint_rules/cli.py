@@ -317,8 +317,8 @@ def _run_options(args: argparse.Namespace) -> Run | int:
     if options.from_record:
         try:
             observed = tuple(run_record.load(options.from_record))
-        except run_record.RecordError as exc:
-            print(f"fwdlint: error: {exc}", file=sys.stderr)
+        except run_record.RecordError as exc:  # a configured record: the file and key that name it first
+            print(f"{options.from_record_source or 'fwdlint: error'}: {exc}", file=sys.stderr)
             return 2
     from lint_rules.progress import for_stderr
 

@@ -91,6 +91,8 @@ def _fwdlint_settings(options: argparse.Namespace) -> dict[str, Any]:
     # where python-executable came from, to name in its error: the file and key, None for the command line
     configured_python = chosen["python-executable"] and chosen["python-executable"] == found.python
     chosen["python-source"] = found.python_source if configured_python and not _given("python-executable") else None
+    configured_record = chosen["from-record"] and chosen["from-record"] == found.from_record
+    chosen["record-source"] = found.from_record_source if configured_record and not _given("from-record") else None
     return chosen
 
 
@@ -200,7 +202,7 @@ class Plugin:
         chosen = _fwdlint_settings(options)
         env = _environment(options, chosen["python-executable"] or None, chosen["python-source"])
         record = chosen["from-record"]
-        observed = _observed(record)
+        observed = _observed(record, chosen["record-source"])
         root = getattr(options, "fwd_project_root", "") or ""
         cache_dir = chosen["cache-dir"] or ""  # the command line's anywhere, a configured one inside the project
         exclude = [*(getattr(options, "exclude", None) or ()), *(getattr(options, "extend_exclude", None) or ())]
@@ -333,11 +335,12 @@ def _refuse_unknown_codes(options: argparse.Namespace) -> None:
     for option, entry in _fwd_entries(options):
         if entry == "FWD000" or not (entry.upper().startswith("FW") or _meant_for_fwdlint(entry)):
             continue  # FWD000: the plugin's "cannot check"
+        from lint_rules.bounded import printable
         from lint_rules.settings import code_problem
 
         problem = code_problem(entry)
         if problem:
-            sys.stderr.write(f"fwdlint: error: flake8 {option} {entry}: {problem}\n")
+            sys.stderr.write(f"fwdlint: error: flake8 {option} {printable(entry)}: {problem}\n")
             raise SystemExit(2)
 
 
@@ -422,8 +425,10 @@ def _warn_of_environments(options: argparse.Namespace) -> None:
                      f"extend-exclude = {names} under [flake8] in setup.cfg, tox.ini or .flake8\n")
 
 
-def _observed(record: str) -> tuple[Any, ...]:
-    """The entries of ``--fwd-from-record``; a record that cannot be used is a usage error (2)."""
+def _observed(record: str, source: Optional[str] = None) -> tuple[Any, ...]:
+    """The entries of ``--fwd-from-record``; a record that cannot be used is a usage error (2), in one
+    line that starts with the file and key that named it (``source``, as ``settings.Options.from_record_source``)
+    or the option."""
     if not record:
         return ()
     from lint_rules import run_record
@@ -431,7 +436,7 @@ def _observed(record: str) -> tuple[Any, ...]:
     try:
         return tuple(run_record.load(record))
     except run_record.RecordError as exc:
-        sys.stderr.write(f"fwdlint: error: flake8 --fwd-from-record {exc}\n")
+        sys.stderr.write(f"{source}: {exc}\n" if source else f"fwdlint: error: flake8 --fwd-from-record {exc}\n")
         raise SystemExit(2) from None
 
 

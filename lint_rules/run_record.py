@@ -34,6 +34,9 @@ from contextlib import contextmanager
 from dataclasses import asdict, dataclass, replace
 from typing import Any, Iterable, Iterator
 
+# a path in a one-line error: a newline in it (an INI continuation) or a 5,000-character one stays one line
+from lint_rules.bounded import printable
+
 FORMAT = "fwdlint-record"
 SCHEMA = 1
 
@@ -91,14 +94,14 @@ def _anchored(where: str, base: str, line: bool) -> str:
 
 def _entry(path: str, index: int, item: Any) -> Entry:
     if not isinstance(item, dict):
-        raise RecordError(f"{path}: entry {index} is not an object")
+        raise RecordError(f"{printable(path)}: entry {index} is not an object")
     for name, kind in FIELDS.items():
         value = item.get(name)
         if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
             what = {str: "a string", int: "an integer", bool: "true or false"}[kind]
-            raise RecordError(f"{path}: entry {index}: '{name}' is missing or not {what}")
+            raise RecordError(f"{printable(path)}: entry {index}: '{name}' is missing or not {what}")
         if kind is str and "\0" in value:  # a path no system opens
-            raise RecordError(f"{path}: entry {index}: '{name}' holds a NUL character")
+            raise RecordError(f"{printable(path)}: entry {index}: '{name}' holds a NUL character")
     base = os.path.dirname(os.path.abspath(path))
     return Entry(item["class"], item["method"], item["marked"], item["wrapper"], item["defined_in"],
                  _anchored(item["file"], base, False), item["line"], _anchored(item["site"], base, True), item["test"],
@@ -111,43 +114,42 @@ def parse(path: str, text: str) -> list[Entry]:
     try:
         data = json.loads(text)
     except RecursionError:  # '[' x 100,000
-        raise RecordError(f"{path}: not a fwdlint record: JSON nested too deeply") from None
+        raise RecordError(f"{printable(path)}: not a fwdlint record: JSON nested too deeply") from None
     except ValueError as exc:
         if f'"{FORMAT}"' in text:  # a record whose writer was stopped, or an edit gone wrong
-            raise RecordError(f"{path}: fwdlint record truncated or corrupted ({exc})") from None
-        raise RecordError(f"{path}: not a fwdlint record: not JSON ({exc})") from None
+            raise RecordError(f"{printable(path)}: fwdlint record truncated or corrupted ({exc})") from None
+        raise RecordError(f"{printable(path)}: not a fwdlint record: not JSON ({exc})") from None
     if not isinstance(data, dict) or data.get("format") != FORMAT:
-        raise RecordError(f"{path}: not a fwdlint record (no \"format\": \"{FORMAT}\")")
+        raise RecordError(f"{printable(path)}: not a fwdlint record (no \"format\": \"{FORMAT}\")")
     schema = data.get("schema")
     if not isinstance(schema, int) or isinstance(schema, bool) or schema < 1:
-        raise RecordError(f"{path}: fwdlint record with a bad schema version {schema!r}")
+        raise RecordError(f"{printable(path)}: fwdlint record with a bad schema version {schema!r}")
     if schema > SCHEMA:
-        raise RecordError(f"{path}: record schema {schema} is newer than this fwdlint reads ({SCHEMA}): "
+        raise RecordError(f"{printable(path)}: record schema {schema} is newer than this fwdlint reads ({SCHEMA}): "
                           "upgrade fwdlint, or record again with this version")
     entries = data.get("entries")
     if not isinstance(entries, list):
-        raise RecordError(f"{path}: fwdlint record without an \"entries\" list")
+        raise RecordError(f"{printable(path)}: fwdlint record without an \"entries\" list")
     return [_entry(path, index, item) for index, item in enumerate(entries)]
 
 
 def load(path: str) -> list[Entry]:
     """The entries of the record at ``path``: a regular file of at most ``bounded.RECORD_LIMIT`` bytes
     (``from-record = "/dev/zero"`` or a FIFO is one line, never all memory or a hang)."""
-    from lint_rules.bounded import RECORD_LIMIT, Refused, printable, read_regular
+    from lint_rules.bounded import RECORD_LIMIT, Refused, read_regular
 
     try:
         data = read_regular(path, RECORD_LIMIT)
     except FileNotFoundError:
-        raise RecordError(f"{path}: no such record") from None
+        raise RecordError(f"{printable(path)}: no such record") from None
     except Refused as exc:
         raise RecordError(f"{printable(path)}: the record {exc}") from None
     try:
         text = data.decode("utf-8-sig")  # a byte order mark, as editors on Windows write it, is read past
     except UnicodeDecodeError as exc:
-        raise RecordError(f"{path}: cannot read the record: not UTF-8 (byte 0x{data[exc.start]:02x} "
+        raise RecordError(f"{printable(path)}: cannot read the record: not UTF-8 (byte 0x{data[exc.start]:02x} "
                           f"at offset {exc.start})") from None
     return parse(path, text)
-
 
 
 def combined(entries: Iterable[Entry]) -> list[Entry]:
@@ -175,7 +177,7 @@ def merge(path: str, entries: Iterable[Entry]) -> None:
     new = list(entries)
     named, path = path, os.path.realpath(path)
     if os.path.islink(path):  # a loop: realpath gives up on it, and replacing it would break the link
-        raise RecordError(f"{named}: the record is a symlink loop; not replacing it")
+        raise RecordError(f"{printable(named)}: the record is a symlink loop; not replacing it")
     directory = os.path.dirname(path)
     with _locked(path):
         old: list[Entry] = []
@@ -228,7 +230,7 @@ def _locked(path: str) -> Iterator[None]:
         except FileExistsError:
             time.sleep(0.01)
     else:  # pragma: no cover
-        raise RecordError(f"{path}: could not lock the record ({lock} is held)")
+        raise RecordError(f"{printable(path)}: could not lock the record ({lock} is held)")
     try:  # pragma: no cover
         yield
     finally:  # pragma: no cover

@@ -90,6 +90,8 @@ class Options:
     exclude: tuple[str, ...] = ()
     per_file_ignores: PerFileIgnores = ()
     from_record: Optional[str] = None  # a run record's path (FWD004)
+    # where ``from_record`` came from, to start the error line if it cannot be read; None: --from-record
+    from_record_source: Optional[str] = None
     python: Optional[str] = None
     # where ``python`` came from, to start the error line if it cannot run; None: --python
     python_source: Optional[str] = None
@@ -155,21 +157,38 @@ def code_problem(code: str) -> Optional[str]:
         return None
     listed = f"codes: {', '.join(CODES)}"
     if code.upper() != code and code_problem(code.upper()) is None:
-        return f"no rule code starts with '{code}'; did you mean '{code.upper()}'? (codes are upper case; {listed})"
+        return (f"no rule code starts with '{_shown_code(code)}'; did you mean '{_shown_code(code.upper())}'? "
+                f"(codes are upper case; {listed})")
     hint = "; 'FWD' selects every rule" if code.upper() == "ALL" else ""  # ruff's ALL
     close = close_codes(code)
     if close:
         hint += f"; did you mean {' or '.join(repr(c) for c in close)}?"
-    return f"no rule code starts with '{code}'{hint} ({listed})"
+    return f"no rule code starts with '{_shown_code(code)}'{hint} ({listed})"
+
+
+def _shown_code(code: str) -> str:
+    """A code for an error line: a 1 MB one is not echoed whole, nor are control characters."""
+    from lint_rules.bounded import printable
+
+    return printable(code)
+
+
+#: The longest code a suggestion can be for: no name is further than two edits from it
+#: (``close_codes``), and one edit changes the length by one at most.
+_SUGGEST_UP_TO = max(map(len, CODES)) + 2
 
 
 def close_codes(code: str) -> list[str]:
     """The rule codes and prefixes ``code`` is most likely a slip for (``FDW001``: ``FWD001``;
     ``FWD01``: ``FWD001``, ``FWD101``): ``difflib``'s close matches, those fewest edits away (a
     transposition is one), at most two edits and three names, else none. A prefix of ``code``
-    itself is never offered (``FWD9`` is not a slip for ``FWD``)."""
+    itself is never offered (``FWD9`` is not a slip for ``FWD``). A code longer than
+    ``_SUGGEST_UP_TO`` has none, found without looking: the prefixes below take memory and time
+    quadratic in its length (100 kB took 5.7 s; 1 MB a MemoryError under 2 GiB, all memory without)."""
     import difflib
 
+    if len(code) > _SUGGEST_UP_TO:
+        return []
     wanted = code.upper()
     known = sorted({c[:n] for c in CODES for n in range(3, len(c) + 1)} - {wanted[:n] for n in range(len(wanted))})
     near = difflib.get_close_matches(wanted, known, n=len(known), cutoff=0.6)
@@ -414,11 +433,15 @@ def configured_cache_dir(value: str, directory: Path) -> tuple[str, Optional[str
     project marker, else the file's own), and no link is on its way down from there (``cachelink ->
     ../victimhome/.config``). ``--cache-dir`` on the command line is the user's and may point
     anywhere, as ruff's."""
+    from lint_rules.bounded import printable
     from lint_rules.layout import find_root
 
     start = Path(os.path.realpath(directory))
     base = find_root(start) or start
     path = os.path.normpath(os.path.join(start, value))  # lexically: what is used is this path
+    if "\0" in value:  # no system call takes it: os.path answers False, and mkdir raised ValueError
+        return path, f"{printable(value)} holds a NUL character, which no path can"
+    shown_value = printable(value)  # an INI continuation holds newlines: the error stays one line
     try:
         inside = os.path.commonpath([str(base), path]) == str(base)
     except ValueError:  # another drive (Windows)
@@ -426,7 +449,7 @@ def configured_cache_dir(value: str, directory: Path) -> tuple[str, Optional[str
     rule = "a configured cache directory stays inside the project, with no link on its path " \
            "(--cache-dir on the command line may point anywhere)"
     if not inside:
-        return path, f"{value} is outside the project ({base}): {rule}"
+        return path, f"{shown_value} is outside the project ({printable(str(base))}): {rule}"
     current = base
     for part in Path(os.path.relpath(path, base)).parts:
         current = current / part
@@ -437,7 +460,7 @@ def configured_cache_dir(value: str, directory: Path) -> tuple[str, Optional[str
                 target = "?"
             link = os.path.relpath(current, start)
             through = "is a symlink" if os.path.normpath(value) == link else f"goes through the symlink {link}"
-            return path, f"{value} {through} (to {target}): {rule}"
+            return path, f"{shown_value} {printable(through)} (to {printable(target)}): {rule}"
         if not os.path.lexists(current):
             break  # what does not exist yet is created as a directory (the cache's own rules)
     return path, None
@@ -447,7 +470,7 @@ def _named(option: str, key: str) -> str:
     """The value of ``--select``/``--ignore`` as given, to follow the option's name in an error."""
     if key == "per-file-ignores":  # long, and the error names the code
         return ""
-    return f" {option.strip()}" if option.strip() else " ''"
+    return f" {_shown_code(option.strip())}" if option.strip() else " ''"
 
 
 def _bad_value(prefix: str) -> Callable[[str], ConfigError]:
@@ -533,11 +556,15 @@ def resolve(given: Mapping[str, Optional[str]], paths: Sequence[str] = (), confi
     python, source = given.get("python"), None
     if not python and values.get("python-executable"):
         python, source = values["python-executable"], sources["python-executable"]
+    record, record_source = given.get("from-record"), None
+    if not record and values.get("from-record"):
+        record, record_source = values["from-record"], sources["from-record"]
     return Options(
         module_bases=chosen["module-bases"] or (),
         mark_decorators=chosen["mark-decorators"] or (),
         forward_helpers=helpers,
-        from_record=given.get("from-record") or values.get("from-record"),
+        from_record=record or None,
+        from_record_source=record_source,
         select=(*(chosen["select"] if chosen["select"] is not None else ("FWD",)), *extended["extend-select"]),
         ignore=(*(chosen["ignore"] or ()), *extended["extend-ignore"]),
         exclude=chosen["exclude"] or (),

@@ -198,7 +198,7 @@ def cache_directory(requested: Path) -> Optional[Path]:
         try:
             if _claim(candidate):
                 return candidate
-        except OSError as error:
+        except (OSError, ValueError) as error:  # ValueError: a NUL byte in a --cache-dir given here
             _warn(f"cannot use {candidate} as cache directory ({one_line(error)})")
             return None
     _warn(f"{candidates[-1]} is not a fwdlint cache directory (not empty, a link, or not tagged by fwdlint)")

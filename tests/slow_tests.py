@@ -33,6 +33,8 @@ SLOW: dict[str, str] = {
     "test_vocabulary.py": "imports torch and lightning to read their names",
     "test_store.py::test_damaged_cache_is_rebuilt[": "every kind of damage",
     "test_hostile_inputs.py": "hostile files, some huge, and unreadable ones",
+    "test_config_fuzz.py": "hostile values for every configuration key and file kind (issue 36)",
+    "test_pathological_files.py": "a set of pathological files checked at -j 2 (issue 36)",
     "test_fix_bounded.py::test_a_fix_that_needs_more_memory": "LibCST parses 40,000 lines under a memory limit",
     "test_paths.py::test_exclude_patterns_match_the_printed_paths[": "every pattern form",
     "test_paths.py::test_a_root_far_above_gives_a_bounded_view": "a project root above 5,000 files",

@@ -55,6 +55,72 @@ def test_a_configured_record_must_be_a_regular_file(tmp_path: Path, kind: str, f
     run = bounded_run(project, ".", flake8=front == "flake8", timeout=30)
     what = {"dev-zero": "a character device", "fifo": "a FIFO", "directory": "a directory"}[kind]
     one_line(run, "the record is", what, "not a regular file")
+    assert run.stderr.startswith("pyproject.toml: error: [tool.fwdlint] 'from-record': "), run.stderr
+
+
+@pytest.mark.parametrize("config,start", [
+    ("setup.cfg:[fwdlint]\nfrom-record = missing.json\n", "setup.cfg: error: [fwdlint] 'from-record': "),
+    ("setup.cfg:[flake8]\nfwd-from-record = missing.json\n", "setup.cfg: error: [flake8] 'fwd-from-record': "),
+    (".flake8:[fwdlint]\nfrom_record = missing.json\n", ".flake8: error: [fwdlint] 'from_record': "),
+    # an INI continuation: the path holds two newlines, the line shows them escaped
+    ("tox.ini:[fwdlint]\nfrom-record = missing\n  .json\n  x\n", "tox.ini: error: [fwdlint] 'from-record': "),
+], ids=["setup.cfg", "setup.cfg-flake8-section", "flake8-file", "tox.ini-multiline"])
+@pytest.mark.parametrize("front", ["cli", "flake8"])
+def test_a_configured_record_s_refusal_names_the_file_and_key(tmp_path: Path, config: str, start: str,
+                                                              front: str) -> None:
+    """The fuzzer's find (tests/test_config_fuzz.py): the line named the record but not the file and
+    key that set it, and a multi-line INI value was printed over several lines."""
+    name, text = config.split(":", 1)
+    (tmp_path / name).write_text(text)
+    (tmp_path / "m.py").write_text(MODEL)
+    run = bounded_run(tmp_path, ".", flake8=front == "flake8", timeout=30)
+    one_line(run, "missing", "no such record")
+    assert run.stderr.startswith(start), run.stderr
+
+
+@pytest.mark.parametrize("config", [
+    'pyproject.toml:[tool.fwdlint]\ncache-dir = "a\\u0000b"\n', "setup.cfg:[fwdlint]\ncache-dir = a\0b\n",
+    "setup.cfg:[flake8]\nfwd-cache-dir = a\0b\n"], ids=["toml", "ini", "ini-flake8-section"])
+@pytest.mark.parametrize("front", ["cli", "flake8"])
+def test_a_cache_dir_holding_a_nul_is_refused_in_one_line(tmp_path: Path, config: str, front: str) -> None:
+    """It was a ValueError traceback from the cache's mkdir (store._claim)."""
+    name, text = config.split(":", 1)
+    (tmp_path / name).write_text(text)
+    (tmp_path / "m.py").write_text(MODEL)
+    one_line(bounded_run(tmp_path, ".", flake8=front == "flake8", timeout=30), f"{name}: error:", "cache-dir",
+             "a\\x00b holds a NUL")
+    assert not (tmp_path / "a").exists()
+
+
+@pytest.mark.parametrize("key", ["extend-select", "extend-ignore"])
+@pytest.mark.parametrize("front", ["cli", "flake8"])
+def test_a_megabyte_long_code_is_refused_at_once(tmp_path: Path, key: str, front: str) -> None:
+    """A 1 MB unknown code: the did-you-mean search was quadratic in its length (5.7 s at 100 kB; at
+    1 MB it runs out of the 2 GiB this run gets). Now no suggestion is looked for past the length one
+    could have, and the line shows the code shortened."""
+    (tmp_path / "setup.cfg").write_text(f"[fwdlint]\n{key} = {'A' * 2**20}\n")
+    (tmp_path / "m.py").write_text(MODEL)
+    run = bounded_run(tmp_path, ".", flake8=front == "flake8", timeout=30)
+    one_line(run, f"setup.cfg: error: [fwdlint] bad value for '{key}'", f"({2**20} characters)")
+    assert len(run.stderr) < 1000, len(run.stderr)
+
+
+def test_no_suggestion_is_lost_to_the_length_bound(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``close_codes`` skips codes longer than ``_SUGGEST_UP_TO``: the unbounded search finds nothing for
+    them either (seeded codes just past the bound, made of the codes' own characters)."""
+    import random
+
+    from lint_rules import settings
+
+    rng = random.Random(36)
+    alphabet = "".join(sorted(set("".join(settings.CODES)))) + "X"
+    longer = [settings.CODES[i % len(settings.CODES)] + "".join(rng.choice(alphabet) for _ in range(3 + i % 3))
+              for i in range(300)]
+    assert all(len(code) > settings._SUGGEST_UP_TO for code in longer)
+    assert all(settings.close_codes(code) == [] for code in longer)
+    monkeypatch.setattr(settings, "_SUGGEST_UP_TO", 10**9)
+    assert [code for code in longer if settings.close_codes(code)] == []
+    assert settings.close_codes("FDW001") == ["FWD001"]  # the bound leaves ordinary slips alone
 
 
 def test_a_record_larger_than_the_limit_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -144,6 +144,42 @@ def test_unreadable_file_as_another_user(nobody) -> None:
     assert len(errors) == 1 and "secret.py" in errors[0] and "Traceback" not in proc.stderr, errors
 
 
+# Issue 36: a path under a directory this user cannot read, named first or second. Mode 000: nothing
+# under it can be reached; 0o644: listed, not searched (stat and open fail); "directory": the mode-000
+# directory itself. path -> the one error line's text after "<path>: error: ".
+UNREADABLE = {"file-under-000": ("locked/m.py", 0o000, "cannot read: Permission denied"),
+              "file-under-644": ("locked/m.py", 0o644, "cannot read: Permission denied"),
+              "directory": ("locked", 0o000, "cannot list directory: Permission denied")}
+
+
+@pytest.mark.parametrize("first", [True, False], ids=["first", "second"])
+@pytest.mark.parametrize("shape", list(UNREADABLE))
+def test_a_path_under_an_unreadable_directory(request: pytest.FixtureRequest, tmp_path: Path, shape: str,
+                                              first: bool) -> None:
+    """Root reads every directory, so as root the CLI runs as ``nobody`` (the ``nobody`` fixture; it
+    skips only where no interpreter can be run as nobody); as anyone else, as that user."""
+    as_root = hasattr(os, "geteuid") and os.geteuid() == 0
+    nobody = request.getfixturevalue("nobody") if as_root else None
+    top = nobody.workdir() if nobody else tmp_path
+    path, mode, error = UNREADABLE[shape]
+    (top / "pyproject.toml").write_text("")
+    _write(top / "good.py", GOOD.encode())
+    _write(top / "locked" / "m.py", GOOD.encode())
+    for file in (top / "pyproject.toml", top / "good.py", top / "locked" / "m.py"):
+        file.chmod(0o644)
+    (top / "locked").chmod(mode)
+    args = ["--no-cache", *((path, "good.py") if first else ("good.py", path))]
+    try:
+        proc = nobody.run(["-m", "lint_rules.cli", *args], cwd=top) if nobody else run_cli(top, *args)
+    finally:
+        (top / "locked").chmod(0o755)
+        if nobody:
+            shutil.rmtree(top)
+    assert "Traceback" not in proc.stderr, proc.stderr[-3000:]
+    assert "good.py:5:9: FWD001" in proc.stdout and proc.returncode == 2, (proc.returncode, proc.stdout, proc.stderr)
+    assert proc.stderr.splitlines() == [f"{path}: error: {error}"], proc.stderr
+
+
 def test_a_path_that_does_not_exist(tmp_path: Path) -> None:
     (tmp_path / "pyproject.toml").write_text("")
     _write(tmp_path / "good.py", GOOD.encode())
