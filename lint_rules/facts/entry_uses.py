@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import ast
 import dataclasses
+import re
 from typing import Any, Callable, Optional, Sequence
 
 from lint_rules import contract
@@ -67,7 +68,6 @@ class MethodScan:
         # enumerate(layers): self.add_module(f"layer{i}", layer)`): what they hold are submodules
         self.registered_locals: set[str] = set()  # ... and "self.<attr>" for `enumerate(self.layers)`
         self.loop_over: dict[str, str] = {}  # loop variable -> the local (or "self.<attr>") it iterates
-        self.local_reads: list[tuple[ast.Attribute, str, tuple[Guard, ...]]] = []  # ``layer.codebook``
         self.returns: list[str] = []  # attributes returned as `return self.<attr>...`
         self.builds: list[str] = []  # `return X(...)`: what X resolves to
         self.calls_param = False  # calls one of its parameters (``encoder(obs)``): a function summary is kept
@@ -178,8 +178,6 @@ class MethodScan:
     def on_call(self, call: ast.Call) -> None:
         func, args = call.func, call_args(call)
         kind = type(func)
-        if kind is ast.Attribute:
-            func.__dict__["_fwd_called"] = True  # a method called, not an attribute read (``on_attribute``)
         if kind is ast.Name and func.id in self.params:
             self.calls_param = True
         name = func.attr if kind is ast.Attribute else (func.id if kind is ast.Name else "")
@@ -212,15 +210,20 @@ class MethodScan:
             self.passes(call)
         self.classify_callee(call, func, lambda text: text + "(...)")
 
-    def on_attribute(self, node: ast.Attribute) -> None:
-        """``self.codebooks``, ``layer.codebook``: read without a call (a property's getter runs)."""
-        value = node.value
-        if type(value) is not ast.Name or type(node.ctx) is not ast.Load or node.__dict__.get("_fwd_called"):
-            return
-        if self.is_self(value):
-            self.add(node, Use(READ, "", 0, f"{value.id}.{node.attr}", node.attr))
-        elif value.id not in self.params or value.id in self.locals:  # a loop variable, an alias: resolved last
-            self.local_reads.append((node, value.id, self.guards_now()))
+    def element_reads(self, fn: ast.FunctionDef) -> None:
+        """In a property's getter: ``layer.codebook`` for ``layer`` of ``self.layers`` (or an alias of
+        a submodule), read without a call; another property's getter runs there. Read from the
+        tree after the walk, when the loop variables are bound: getters are few."""
+        called = {id(node.func) for node in ast.walk(fn) if type(node) is ast.Call}
+        for node in ast.walk(fn):
+            if type(node) is not ast.Attribute or type(node.value) is not ast.Name or id(node) in called \
+                    or type(node.ctx) is not ast.Load:
+                continue
+            name = node.value.id
+            for kind, attr in self.bindings.get(name, ()):
+                if kind in ("attr", "sub"):
+                    holder = attr if kind == "attr" else f"{attr}[]"
+                    self.add(node, Use(READ, holder, 0, f"{name}.{node.attr} with {name} from self.{attr}", node.attr))
 
     def _register_element(self, value: ast.expr) -> None:
         """A module registered under a computed name: if it is an element of a local list (a loop
@@ -468,11 +471,6 @@ class MethodScan:
                     self.add(call, Use(RESULT_CALL, attr, 0, f"{text} with {name} = self.{attr}()"))
                 elif kind == "dynamic" and not steps:
                     self.add(call, Use(DYNAMIC_CALL, "", 0, f"{text} with {name} = getattr(self, ...)"))
-        for node, name, self.fixed_guards in self.local_reads:
-            for kind, attr in self.bindings.get(name, ()):
-                if kind in ("attr", "sub"):
-                    holder = attr if kind == "attr" else f"{attr}[]"
-                    self.add(node, Use(READ, holder, 0, f"{name}.{node.attr} with {name} from self.{attr}", node.attr))
         self.fixed_guards = None
 
     # -- attribute sources -----------------------------------------------------------------
@@ -642,8 +640,7 @@ def _relay(name: str) -> Callable[["EntryUses", Any, Scope], None]:
 class EntryUses(Collector):
     name = "entry_uses"
     triggers = ("class", "def ")  # a file of functions only: they may be handed modules
-    handlers = {ast.Call: "on_call", ast.Attribute: "on_attribute", ast.For: "on_for", ast.comprehension: "on_for",
-                ast.Assign: "on_assign",
+    handlers = {ast.Call: "on_call", ast.For: "on_for", ast.comprehension: "on_for", ast.Assign: "on_assign",
                 ast.AnnAssign: "on_ann_assign", ast.Return: "on_return", ast.Yield: "on_yield"}
 
     @classmethod
@@ -688,7 +685,6 @@ class EntryUses(Collector):
     on_assign = _relay("on_assign_stmt")
     on_ann_assign = _relay("on_ann_assign")
     on_return = _relay("on_return")
-    on_attribute = _relay("on_attribute")
 
     def on_yield(self, node: ast.Yield | ast.YieldFrom, scope: Scope) -> None:
         if self.current is None and scope.method is not None and scope.node is scope.method:
@@ -727,9 +723,29 @@ class EntryUses(Collector):
         builds = list(scan.builds)
         if kind == "classmethod" and node.returns is not None:  # a factory's declared class, first
             builds.insert(0, self.walk.names.annotation_ref(node.returns))
-        return MethodBody(kind, self._located(node, kind, scan.guarded_uses(node)), tuple(dict.fromkeys(scan.returns)),
+        if kind == "property":
+            scan.element_reads(node)
+        uses = self._located(node, kind, scan.guarded_uses(node))
+        if kind in ("method", "property") and scan.self_name:
+            uses += self._self_reads(node, scan.self_name)
+        return MethodBody(kind, uses, tuple(dict.fromkeys(scan.returns)),
                           tuple(attrs), node in self.generators, abstract, tuple(b for b in dict.fromkeys(builds) if b),
                           type(node) is ast.AsyncFunctionDef)
+
+    def _self_reads(self, fn: ast.FunctionDef, self_name: str) -> tuple[Use, ...]:
+        """``self.<name>`` read, not called nor assigned (a property's getter runs), once per name:
+        found in the method's text, not by visiting every attribute node (a third of the facts time
+        of torch's files). A mention in a comment or a string counts too: ``classes`` keeps only names
+        the class neither assigns nor defines as a plain method."""
+        start = fn.lineno
+        text = "\n".join(self.walk.lines[start - 1:fn.end_lineno])
+        found: dict[str, Use] = {}
+        for match in re.finditer(rf"\b{re.escape(self_name)}\.([A-Za-z_]\w*)\b(?!\s*(?:\(|=[^=]))", text):
+            attr = match.group(1)
+            if attr not in found:
+                line = start + text.count("\n", 0, match.start()) if self.walk.locate else 0
+                found[attr] = Use(READ, "", line, f"{self_name}.{attr}", attr)
+        return tuple(found.values())
 
     def _function(self, fn: ast.FunctionDef, name: str, locate: bool, bound: bool = False) -> FunctionFacts:
         """A module-level function's summary: for each parameter it uses as a module, its body read
