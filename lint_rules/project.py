@@ -216,7 +216,9 @@ class ProjectIndex:
         if depth == 0:
             self._steps, self._reads_at_start = 0, len(self.modules)
         self._steps += 1
-        if not ref or depth > 8 or self._steps > SEARCH_STEPS:
+        # Never torch's ``Module`` itself (an MRO ends there): its methods are the module API the
+        # analysis knows by name, and its 3,000 lines were read for every project with a module class
+        if not ref or depth > 8 or self._steps > SEARCH_STEPS or is_root(spelled(ref)):
             return None
         if ref.startswith(_KNOWN_BY_NAME):
             load = False
@@ -400,9 +402,7 @@ class ProjectIndex:
         order = [ref]
         seen = {key}
         for base in ref.cls.bases:
-            # torch's ``Module`` ends the walk: its methods are the module API the analysis knows
-            # by name (``MODULE_METHODS``), and its 3,000 lines are not read for every module class
-            found = None if is_root(spelled(base)) else self.find_class(base, ref.file)
+            found = self.find_class(base, ref.file)  # None for torch's ``Module``: the walk ends there
             if found is None:
                 continue
             for item in self.mro(found):
