@@ -4,7 +4,10 @@
   ``--show-source`` the source line, a caret under the column (flake8's layout) and ``help: ...``.
 * ``json``: version 1, read by other tools: keep it stable (adding a field keeps the version).
   Each diagnostic carries the rule's short name in ``"name"``; ``message`` is the text the flake8
-  plugin prints after the code (the fixture tests compare the two); ``help`` what to do about it.
+  plugin prints after the code (the fixture tests compare the two); ``help`` what to do about it;
+  ``steps`` the evidence chain the message shows, located (``diagnostics.Step``), and ``related``
+  the set-up sites it is about; with ``--fix-edits``, ``fix``: the edits ``--fix`` would make
+  (``fix/edits.py``).
   ``lint_rules/report.schema.json`` (JSON Schema 2020-12, shipped in the package) describes it and the
   fix report (checked in ``tests/test_output_formats.py``).
 * ``github``: GitHub Actions workflow commands (``::error file=...,line=...,col=...,title=FWD001::...``),
