@@ -138,12 +138,32 @@ def config_keys() -> str:
                       "|---|---|---|---|", *rows]) + "\n"
 
 
+def _type(field: dict, defs: dict) -> str:
+    if "$ref" in field:
+        name = field["$ref"].rpartition("/")[2]
+        return f"object ({name})" if defs[name].get("type") == "object" else _type(defs[name], defs)
+    if field.get("type") == "array" and "$ref" in field.get("items", {}):
+        return f"array of {field['items']['$ref'].rpartition('/')[2]}"
+    return field.get("type") or " or ".join(map(repr, field["enum"]))
+
+
+def _table(fields: dict, defs: dict, required: list[str]) -> list[str]:
+    return ["| field | type | meaning |", "|---|---|---|",
+            *(f"| `{name}`{'' if name in required else ' (optional)'} | {_type(field, defs)} | "
+              f"{_cell(_describe(field))} |" for name, field in fields.items())]
+
+
 def json_fields() -> str:
+    """A diagnostic's fields, then those of a step (``steps``, ``related``) and of a ``fix``'s edit."""
     schema = json.loads((ROOT / "lint_rules" / "report.schema.json").read_text(encoding="utf-8"))
-    fields = schema["$defs"]["position"]["properties"]
-    rows = [f"| `{name}` | {field.get('type') or ' or '.join(map(repr, field['enum']))} | "
-            f"{_cell(_describe(field))} |" for name, field in fields.items()]
-    return "\n".join(["| field | type | meaning |", "|---|---|---|", *rows]) + "\n"
+    defs = schema["$defs"]
+    edit = defs["edit_set"]["properties"]["edits"]["items"]
+    parts = [*_table(defs["position"]["properties"], defs, defs["position"]["required"]), "",
+             "A step of `steps` or `related`:", "",
+             *_table(defs["step"]["properties"], defs, defs["step"]["required"]),
+             "", "`fix` (with `--fix-edits`): `message`, and `edits`, each:", "",
+             *_table(edit["properties"], defs, edit["required"])]
+    return "\n".join(parts) + "\n"
 
 
 def shim_modes() -> str:

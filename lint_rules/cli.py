@@ -145,6 +145,10 @@ def _fix_options(parser: argparse.ArgumentParser) -> None:
                              "set-up of its class with the wrapper's own call (model.mark_forward_method(...) "
                              "after fabric.setup(), register_fsdp_forward_method(...) after fully_shard(), "
                              "runtime_shim's mark_forward_method(ddp, ...) after DDP or FSDP)")
+    parser.add_argument("--fix-edits", action="store_true",
+                        help="--format json: each finding --fix would fix carries the edits it would make "
+                             "(\"fix\": {\"edits\": [...]}, for an editor's quick fix); the fix is computed "
+                             "as --fix computes it, nothing is written, so the run takes as long as --fix")
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
@@ -191,6 +195,10 @@ def _checked(args: argparse.Namespace, run: Run, stdin: Optional[str]) -> int:
         files = [stdin]
     else:
         files = list(python_files(args.paths, run.exclude, errors=walk_errors))
+    if args.fix_edits and (args.format != "json" or args.fix or args.diff):
+        print("fwdlint: error: --fix-edits adds the edits to the findings of a --format json check "
+              "(without --fix or --diff)", file=sys.stderr)
+        return 2
     if args.fix and stdin is not None:
         return _fix_stdin(args, stdin, run)
     if args.fix or args.diff:
@@ -206,7 +214,7 @@ def _checked(args: argparse.Namespace, run: Run, stdin: Optional[str]) -> int:
         said = observed.summary(run.config.observed, list(result.views.values()), result.diagnostics, files)
         for line in said.lines(run.config.record, args.statistics):
             print(line, file=sys.stderr)
-    return _report(args, result, run)
+    return _report(args, result, run, files)
 
 
 def _stdin_path(args: argparse.Namespace) -> Optional[str] | int:
@@ -258,7 +266,7 @@ def _fix_stdin(args: argparse.Namespace, path: str, options: Run) -> int:
     return 0 if args.exit_zero else fix.exit_status(run, diff=False)
 
 
-def _report(args: argparse.Namespace, result: Result, run: Run) -> int:
+def _report(args: argparse.Namespace, result: Result, run: Run, files: list[str]) -> int:
     """Print the findings and errors of an analysis in the chosen format; the exit status."""
     from lint_rules import report, sarif
 
@@ -275,7 +283,8 @@ def _report(args: argparse.Namespace, result: Result, run: Run) -> int:
     elif args.format == "github":
         out = report.github(result) + counts
     else:  # one JSON document on stdout: the statistics go to stderr
-        out = report.as_json(result) if args.format == "json" else sarif.as_sarif(result)
+        out = report.as_json(result, _edits(args, result, run, files)) if args.format == "json" else sarif.as_sarif(
+            result)
         err += counts
     failed = report.write(out, args.output_file, root=args.project_root)
     sys.stderr.write(err)
@@ -287,6 +296,15 @@ def _report(args: argparse.Namespace, result: Result, run: Run) -> int:
     if result.errors:
         return 2
     return 1 if result.diagnostics else 0
+
+
+def _edits(args: argparse.Namespace, result: Result, run: Run, files: list[str]) -> dict:
+    """With ``--fix-edits``, the edits ``--fix`` would make, by finding (``fix.edits.planned``)."""
+    if not args.fix_edits:
+        return {}
+    from lint_rules.fix import edits
+
+    return edits.planned(files, run, result.diagnostics, style=args.fix_style)
 
 
 def _run_options(args: argparse.Namespace) -> Run | int:

@@ -28,6 +28,7 @@ from lint_rules.facts.model import (
     SUB_CALL, SUB_METHOD, SUB_RESULT, SUPER_CALL, FileFacts, FunctionFacts, Guard, MethodFacts, Source, Use,
 )
 from lint_rules import contract
+from lint_rules.diagnostics import Chain, Step
 from lint_rules.holders import holder_summary
 from lint_rules.project import ClassRef, ProjectIndex
 from lint_rules.values import DYNAMIC, MISSING, Unresolved
@@ -38,9 +39,6 @@ from lint_rules.vocabulary import (
 #: Getters whose result is a submodule when the project cannot show what they return
 #: (``self.get_input_embeddings()(ids)``, ``enc = self.get_encoder(); enc(x)``).
 _MODULE_GETTER = re.compile(r"get_\w*(embeddings|encoder|decoder|model|backbone|head|layer|module)s?")
-
-Chain = list[str]
-
 
 #: Uses whose evidence needs no other class or method analysed (``_use_chain``'s cheap cases).
 _DIRECT = frozenset({SELF_CALL, SUB_CALL})
@@ -292,66 +290,67 @@ class ClassAnalysis:
         return best
 
     def _use_chain(self, position: int, method: MethodFacts, origin: FileFacts, use: Use) -> Optional[Chain]:
+        head = Step(method.name, origin.path, method.line, method.col)
         # Files read only to resolve names are not located (line 0): say less, not wrong.
-        evidence = f"{use.text} at line {use.line}" if use.line else use.text
+        evidence = Step(use.text, origin.path, use.line, use.col, cited=True)
         if use.kind == SELF_CALL:
-            return [method.name, evidence]
+            return [head, evidence]
         if use.kind == SUPER_CALL:
             if use.name in FORWARD_NAMES:
-                return [method.name, evidence]
+                return [head, evidence]
             found = self.lookup(use.name, after=position)
             inner = self._chain(*found) if found else None
             if inner:
-                return [method.name, *inner[1:]] if inner[0] == method.name else [method.name, *inner]
+                return [head, *inner[1:]] if inner[0].what == method.name else [head, *inner]
         elif use.kind == ATTR_CALL:
             found = self.lookup(use.name)
             if found is not None:
                 if use.name in FORWARD_NAMES:
-                    return [method.name, evidence]
-                inner = self._called_chain(*found, use.arguments) or self._override_chain(found[1])
+                    return [head, evidence]
+                inner = self._called_chain(*found, use.arguments) or self._override_chain(*found)
                 if inner:
-                    return [method.name, *inner]
+                    return [head, *inner]
             elif self.is_submodule(use.name):
-                return [method.name, evidence]
+                return [head, evidence]
             else:
                 self._depends(use.name)
         elif use.kind == SUB_CALL:
             if self.is_submodule(use.name):
-                return [method.name, evidence]
+                return [head, evidence]
             self._depends(use.name)
         elif use.kind == SUB_METHOD and self._submethod_computes(use.name, use.method):
-            return [method.name, evidence]
+            return [head, evidence]
         elif use.kind == ELEMENT_METHOD and self._path_method_computes(use.name, use.method):
-            return [method.name, evidence]
+            return [head, evidence]
         elif use.kind == RESULT_METHOD and self._result_method_computes(use.name, use.method):
-            return [method.name, evidence]
+            return [head, evidence]
         elif use.kind == RESULT_CALL and self._getter_returns_submodule(use.name):
-            return [method.name, evidence]
+            return [head, evidence]
         elif use.kind == SUB_RESULT and _MODULE_GETTER.fullmatch(use.method) and self.is_submodule(use.name):
-            return [method.name, evidence]
+            return [head, evidence]
         elif use.kind == PASS_CALL:
             if method.kind == "alias" and self.index.find_class(use.method.rpartition("#")[0], origin) is not None:
                 return None  # `layer_cls = LoraLayer` in a class body: a class kept there, not a method
             inner = self._passed_runs(position, use, origin)
             if inner:
-                return [method.name, evidence, *inner[1:]]
+                return [head, evidence, *inner[1:]]
         elif use.kind == READ:
-            return self._read_chain(method, use, evidence)
+            return self._read_chain(head, use, evidence)
         elif use.kind == DYNAMIC_CALL:
             for name in self.quoted_methods():
                 if name != method.name:
                     inner = self.chain(name)
                     if inner:
-                        return [method.name, *inner]
+                        return [head, *inner]
         return None
 
-    def _read_chain(self, method: MethodFacts, use: Use, evidence: str) -> Optional[Chain]:
+    def _read_chain(self, head: Step, use: Use, evidence: Step) -> Optional[Chain]:
         """``self.codebooks`` or ``layer.codebook`` (of ``self.layers``' elements) read: a property's
         getter runs, and computes if its body does (``property -> self.code_transform(...)``)."""
         if not use.name:
             found = self.lookup(use.method)
             inner = self._chain(*found) if found is not None and found[1].kind == "property" else None
-            return [method.name, *inner] if inner else None
+            return [head, *inner] if inner else None
         elements = use.name.endswith("[]")
         attr = use.name[:-2] if elements else use.name
         if "." in attr or "[" in attr or not self.is_submodule(attr):
@@ -360,8 +359,10 @@ class ClassAnalysis:
             analysis = analysis_for(self.index, target)
             found = analysis.lookup(use.method)
             inner = analysis.chain(use.method) if found is not None and found[1].kind == "property" else None
-            if inner:
-                return [method.name, evidence, f"{target.cls.qualname}.{use.method}", *inner[1:]]
+            if inner and found is not None:
+                getter = analysis.mro[found[0]].file
+                return [head, evidence, Step(f"{target.cls.qualname}.{use.method}", getter.path, found[1].line,
+                                             found[1].col), *inner[1:]]
         return None
 
     def _passed_runs(self, position: int, use: Use, origin: FileFacts) -> Optional[Chain]:
@@ -401,7 +402,7 @@ class ClassAnalysis:
         function = item.file.function_named(f"{item.cls.qualname}.{name}")
         return (item.file, function) if function is not None else None
 
-    def _override_chain(self, method: MethodFacts) -> Optional[Chain]:
+    def _override_chain(self, position: int, method: MethodFacts) -> Optional[Chain]:
         """``self.forward_encoder(x)`` whose own body computes nothing: the overrides in
         subclasses run instead (read next to the class only when it is abstract)."""
         if method.kind != "method":
@@ -412,7 +413,10 @@ class ClassAnalysis:
             if found is not None and found[1] is not method:
                 inner = analysis.chain(method.name)
                 if inner:
-                    return [method.name, f"{sub.cls.qualname}.{method.name}", *inner[1:]]
+                    head = Step(method.name, self.mro[position].file.path, method.line, method.col)
+                    where = analysis.mro[found[0]].file
+                    return [head, Step(f"{sub.cls.qualname}.{method.name}", where.path, found[1].line, found[1].col),
+                            *inner[1:]]
         return None
 
     def _getter_returns_submodule(self, name: str) -> bool:
@@ -600,17 +604,19 @@ def _method_computes(index: ProjectIndex, target: ClassRef, method: str) -> bool
 
 def _runs_unknown(index: ProjectIndex, summary: MethodFacts, origin: FileFacts, depth: int = 0) -> Optional[Chain]:
     """A function's summary for a parameter given a module whose class is unknown."""
+    head = Step(summary.name, origin.path, summary.line, summary.col)
     for use in summary.uses:
+        step = Step(use.text, origin.path, use.line, use.col)  # the message names it without its line
         if use.kind in (SELF_CALL, SUB_CALL) or (use.kind in (ATTR_CALL, SUB_METHOD, ELEMENT_METHOD)
                                                  and _unknown_entry(use.method or use.name)):
-            return [summary.name, use.text]
+            return [head, step]
         if use.kind == PASS_CALL and not use.name and depth < 8:
             ref, _, slot = use.method.rpartition("#")
             found = index.find_function(ref, origin)
             inner = found[1].summary(slot) if found is not None else None
             deeper = _runs_unknown(index, inner, found[0], depth + 1) if found and inner else None
             if deeper:
-                return [summary.name, use.text, *deeper[1:]]
+                return [head, step, *deeper[1:]]
     return None
 
 

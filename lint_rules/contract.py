@@ -75,9 +75,10 @@ def counted(number: int, noun: str, plural: str = "") -> str:
     return f"{number:,} {noun if number == 1 else plural or noun + 's'}"
 
 
-def format_chain(chain: Iterable[str]) -> str:
-    """``["generate", "_sample", "self(...) at line 88"]`` -> ``generate -> _sample -> self(...) at line 88``."""
-    return " -> ".join(chain)
+def format_chain(chain: Iterable[object]) -> str:
+    """``["generate", "_sample", "self(...) at line 88"]`` -> ``generate -> _sample -> self(...) at line 88``
+    (strings, or the linter's ``diagnostics.Step``s, which print as the message shows them)."""
+    return " -> ".join(map(str, chain))
 
 
 #: The ``forward-helpers`` setting: FWD001 on methods the project calls only from ``forward``

@@ -9,6 +9,27 @@ from typing import Optional
 
 
 @dataclass(frozen=True, order=True)
+class Step:
+    """One step of a finding's evidence (``generate -> _decode -> self.decoder(...) at line 88`` is
+    three), or a place it names (a set-up site): what happens there, and where. Built where the
+    chain is built, so reports never re-read the message. ``line`` 0: not located (files read
+    only to resolve names keep no lines): the step says less rather than something wrong."""
+
+    what: str  # "generate", "self.decoder(...)"
+    path: str = ""  # the file it is in; "" when not known
+    line: int = 0  # 1-based; 0 when not known
+    col: int = 0  # 0-based, as Diagnostic's; -1 when only the line is known (a statement's first line)
+    cited: bool = False  # the message gives its line ("... at line 88")
+
+    def __str__(self) -> str:
+        """The step as the message shows it."""
+        return f"{self.what} at line {self.line}" if self.cited and self.line else self.what
+
+
+Chain = list[Step]
+
+
+@dataclass(frozen=True, order=True)
 class Diagnostic:
     path: str
     line: int  # 1-based
@@ -18,6 +39,8 @@ class Diagnostic:
     symbol: str  # "Class.method"
     help: str = ""  # what to do about it (JSON ``help``, ``--show-source``, SARIF; ``--explain`` says more)
     severity: str = "error"  # or "warning": what it costs is known to be less than failure (SARIF level, github)
+    steps: tuple[Step, ...] = ()  # the evidence chain the message shows, located (JSON ``steps``, SARIF codeFlows)
+    related: tuple[Step, ...] = ()  # places the message names besides (set-up sites: SARIF relatedLocations)
 
 
 @dataclass(frozen=True, order=True)

@@ -45,14 +45,14 @@ def _rebased(use: Use, kept: set[str], owner: str) -> Optional[Use]:
     """``use`` of ``self.<attr>`` (attr in ``kept``) as the same use of ``self``; None otherwise."""
     text = f"{owner}: {use.text}"
     if use.kind in (SUB_CALL, ATTR_CALL) and use.name in kept:
-        return Use(SELF_CALL, "", use.line, text)
+        return Use(SELF_CALL, "", use.line, text, col=use.col)
     if use.kind == SUB_METHOD and use.name in kept:
-        return Use(ATTR_CALL, use.method, use.line, text)
+        return Use(ATTR_CALL, use.method, use.line, text, col=use.col)
     if use.kind == PASS_CALL and use.name in kept:
-        return Use(PASS_CALL, "", use.line, text, use.method)
+        return Use(PASS_CALL, "", use.line, text, use.method, col=use.col)
     if use.kind == ELEMENT_METHOD:
         head, _, rest = use.name.partition(".")
         if head in kept and rest:
             return Use(SUB_METHOD if "." not in rest and "[]" not in rest else ELEMENT_METHOD, rest, use.line, text,
-                       use.method)
+                       use.method, col=use.col)
     return None

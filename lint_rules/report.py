@@ -4,7 +4,10 @@
   ``--show-source`` the source line, a caret under the column (flake8's layout) and ``help: ...``.
 * ``json``: version 1, read by other tools: keep it stable (adding a field keeps the version).
   Each diagnostic carries the rule's short name in ``"name"``; ``message`` is the text the flake8
-  plugin prints after the code (the fixture tests compare the two); ``help`` what to do about it.
+  plugin prints after the code (the fixture tests compare the two); ``help`` what to do about it;
+  ``steps`` the evidence chain the message shows, located (``diagnostics.Step``), and ``related``
+  the set-up sites it is about; with ``--fix-edits``, ``fix``: the edits ``--fix`` would make
+  (``fix/edits.py``).
   ``lint_rules/report.schema.json`` (JSON Schema 2020-12, shipped in the package) describes it and the
   fix report (checked in ``tests/test_output_formats.py``).
 * ``github``: GitHub Actions workflow commands (``::error file=...,line=...,col=...,title=FWD001::...``),
@@ -23,14 +26,15 @@ import os
 import stat
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Iterable, Optional, Sequence, Union
+from typing import TYPE_CHECKING, Any, Iterable, Mapping, Optional, Sequence, Union
 
-from lint_rules.diagnostics import Diagnostic, FileError, below, shown
+from lint_rules.diagnostics import Diagnostic, FileError, Step, below, shown
 from lint_rules.engine import Result
 from lint_rules.rule_docs import name_of
 from lint_rules.source import decode, split_lines
 
 if TYPE_CHECKING:
+    from lint_rules.fix.edits import Edit
     from lint_rules.fix.run import FixRun
 
 JSON_VERSION = 1
@@ -79,15 +83,42 @@ def text(result: Result, show_source: bool = False) -> tuple[str, str]:
     return "".join(out), error_lines(result.errors)
 
 
+def step_json(step: Step) -> dict[str, Any]:
+    """A step of the chain, or a related place: what happens there; where, as far as it is known
+    (no ``line``/``col`` for a step in a file read only to resolve names, no ``path`` if unknown)."""
+    found: dict[str, Any] = {"message": step.what}
+    if step.path:
+        found["path"] = step.path
+    if step.line:
+        found["line"] = step.line
+        if step.col >= 0:
+            found["col"] = step.col + 1
+    return found
+
+
 def _diagnostic(d: Diagnostic) -> dict[str, Any]:
     return {"path": d.path, "line": d.line, "col": d.col + 1, "code": d.code, "name": name_of(d.code),
-            "message": d.message, "help": d.help, "symbol": d.symbol, "severity": d.severity}
+            "message": d.message, "help": d.help, "symbol": d.symbol, "severity": d.severity,
+            "steps": [step_json(s) for s in d.steps], "related": [step_json(s) for s in d.related]}
 
 
-def as_json(result: Result) -> str:
+def _edit_json(edit: "Edit") -> dict[str, Any]:
+    return {"path": edit.path, "content": edit.content, "location": {"row": edit.start[0], "column": edit.start[1]},
+            "end_location": {"row": edit.end[0], "column": edit.end[1]}}
+
+
+def as_json(result: Result, fixes: Optional[Mapping[Diagnostic, Sequence["Edit"]]] = None) -> str:
+    """``fixes``: the edits ``--fix`` would make for a finding (``fix.edits.planned``), as its ``fix``."""
+    def diagnostic(d: Diagnostic) -> dict[str, Any]:
+        found = _diagnostic(d)
+        if fixes and fixes.get(d):
+            found["fix"] = {"message": f"fwdlint --fix: {len(fixes[d])} edit(s)",
+                            "edits": [_edit_json(edit) for edit in fixes[d]]}
+        return found
+
     payload = {
         "version": JSON_VERSION,
-        "diagnostics": [_diagnostic(d) for d in result.diagnostics],
+        "diagnostics": [diagnostic(d) for d in result.diagnostics],
         "errors": [{"path": e.path, "message": e.message} for e in result.errors],
         "stats": {"files_read_to_resolve_names": result.resolved_read,
                   "installed_files_read": result.installed_read},

@@ -23,14 +23,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple, Optional, Union
 
 from lint_rules import environment
-from lint_rules.diagnostics import Diagnostic, FileError
+from lint_rules.diagnostics import Diagnostic, FileError, Step
 from lint_rules.environment import distribution_version
 from lint_rules.layout import modules_in
 
 if TYPE_CHECKING:
     from lint_rules.engine import Result, Session
 
-FORMAT = "3"  # of the stored value
+FORMAT = "4"  # of the stored value (4: a finding's steps and related places)
 _PREFIX = "R:"  # the store's slot for stored runs: "R:" + the first checked path (pruned with it)
 #: Distributions whose installed version a rule reads (``ProjectIndex.installed_version``): FWD201's
 #: severity and help follow torch's. Each is part of a run's key (tests/test_honest_caches.py finds
@@ -88,7 +88,7 @@ class Lookup:
             stored = json.loads(text)
             if stored["format"] != FORMAT or not all(self._unchanged(probe) for probe in stored["probed"]):
                 return None
-            return Stored([Diagnostic(*row) for row in stored["diagnostics"]],
+            return Stored([_diagnostic(row) for row in stored["diagnostics"]],
                           [FileError(*row) for row in stored["errors"]], tuple(stored["resolved"]),
                           stored["installed"], tuple(stored["coverage"]) if stored.get("coverage") else None)
         except (ValueError, TypeError, KeyError):  # a value we cannot read: run again
@@ -104,8 +104,7 @@ class Lookup:
             return
         probed = [self._recorded(probe, keys) for view in session.views.values() for probe in view.probed]
         value = {"format": FORMAT, "probed": probed,
-                 "diagnostics": [[d.path, d.line, d.col, d.code, d.message, d.symbol, d.help, d.severity]
-                                 for d in result.diagnostics],
+                 "diagnostics": [_row(d) for d in result.diagnostics],
                  "errors": [[e.path, e.message] for e in result.errors],
                  "resolved": list(result.resolved), "installed": result.installed_read,
                  "coverage": list(result.coverage) if result.coverage is not None else None}
@@ -131,6 +130,17 @@ class Lookup:
             return environment.package_present(roots, top) == found
         _, directory, names = probe
         return names == [path.name for path in modules_in(Path(directory))]
+
+
+def _row(d: Diagnostic) -> list[object]:
+    """A finding as stored: its fields in order, the steps and related places as rows of theirs."""
+    return [d.path, d.line, d.col, d.code, d.message, d.symbol, d.help, d.severity,
+            [list(vars(step).values()) for step in d.steps], [list(vars(step).values()) for step in d.related]]
+
+
+def _diagnostic(row: list) -> Diagnostic:
+    *fields, steps, related = row
+    return Diagnostic(*fields, steps=tuple(Step(*s) for s in steps), related=tuple(Step(*s) for s in related))
 
 
 def _text(key: Union[str, FileError]) -> str:

@@ -5,7 +5,10 @@ name, ``shortDescription``/``fullDescription``/``help`` from the rule's docstrin
 ``rule_docs``), so ``ruleIndex`` is stable across runs whatever is selected. Each finding is a
 result at level ``error``, its message the text format's (``message [short-name]``), at a 1-based
 ``startLine``/``startColumn`` (columns in Unicode code points, as Python counts them:
-``columnKind``), with the method or call it names as a logical location. Paths under the working
+``columnKind``), with the method or call it names as a logical location. Its evidence chain (``Diagnostic.steps``)
+is a ``codeFlows`` entry (one thread flow, one location per step, each with what happens there) and
+the set-up sites it names are ``relatedLocations``; a step whose line is not known (a file read only
+to resolve names) has no region. Paths under the working
 directory are URIs relative to ``%SRCROOT%``, which ``originalUriBaseIds`` resolves to the working
 directory; other paths are absolute ``file:`` URIs.
 A file that could not be read or parsed is a ``toolExecutionNotification`` of level ``error`` and
@@ -26,7 +29,7 @@ from typing import Any, Optional
 from urllib.parse import quote
 
 from lint_rules import __version__, rule_docs, rules
-from lint_rules.diagnostics import Diagnostic, FileError, below
+from lint_rules.diagnostics import Diagnostic, FileError, Step, below
 from lint_rules.engine import Result
 from lint_rules.report import finding_text
 
@@ -54,6 +57,18 @@ def _rule(rule: Any) -> dict[str, Any]:
     }
 
 
+def _place(step: Step, cwd: Path) -> dict[str, Any]:
+    """A step or related place as a SARIF location: no region where its line is not known, no
+    physical location where its file is not."""
+    found: dict[str, Any] = {"message": {"text": step.what}}
+    if step.path:
+        physical: dict[str, Any] = {"artifactLocation": artifact_location(step.path, cwd)}
+        if step.line:
+            physical["region"] = {"startLine": step.line, **({"startColumn": step.col + 1} if step.col >= 0 else {})}
+        found["physicalLocation"] = physical
+    return found
+
+
 def _result(diagnostic: Diagnostic, index: dict[str, int], cwd: Path) -> dict[str, Any]:
     location: dict[str, Any] = {"physicalLocation": {
         "artifactLocation": artifact_location(diagnostic.path, cwd),
@@ -63,6 +78,11 @@ def _result(diagnostic: Diagnostic, index: dict[str, int], cwd: Path) -> dict[st
         location["logicalLocations"] = [{"fullyQualifiedName": diagnostic.symbol}]
     result: dict[str, Any] = {"ruleId": diagnostic.code, "level": diagnostic.severity,
                               "message": {"text": finding_text(diagnostic)}, "locations": [location]}
+    if diagnostic.steps:  # the chain, which viewers (GitHub code scanning) show step by step
+        flow = [{"location": _place(step, cwd)} for step in diagnostic.steps]
+        result["codeFlows"] = [{"threadFlows": [{"locations": flow}]}]
+    if diagnostic.related:  # the set-up sites the message is about
+        result["relatedLocations"] = [{"id": i, **_place(step, cwd)} for i, step in enumerate(diagnostic.related)]
     if diagnostic.code in index:
         result["ruleIndex"] = index[diagnostic.code]
     if diagnostic.help:  # the rule's help says it in general; this finding's, in its own names

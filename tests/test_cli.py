@@ -72,6 +72,9 @@ def test_json_errors_and_schema(project: Path) -> None:
     assert diagnostic == {
         "path": "good.py", "line": 4, "col": 9, "code": "FWD001", "name": "unmarked-forward-entry", "symbol": "M.gen",
         "message": diagnostic["message"], "help": diagnostic["help"], "severity": "error",
+        "steps": [{"message": "gen", "path": "good.py", "line": 4, "col": 9},
+                  {"message": "self(...)", "path": "good.py", "line": 5, "col": 16}],
+        "related": [],
     }
 
 

@@ -4,6 +4,7 @@ Every run is a fresh ``fwdlint`` process; ``-v`` says when findings were reused.
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -98,6 +99,21 @@ def test_nothing_changed_reuses_the_findings(project: Path) -> None:
     assert reused(project, ".").out == first.out
     assert not lint(project, "model.py").reused  # other paths: another run, whose first time this is
     assert reused(project, "model.py").code == 1
+
+
+def test_a_reused_run_keeps_the_steps_and_the_set_ups(project: Path) -> None:
+    """The chain's steps and the set-up sites are stored with the findings: warm JSON and SARIF
+    (and the edits ``--fix-edits`` computes) are a cold run's."""
+    (project / "train.py").write_text("from torch.nn.parallel import DistributedDataParallel as DDP\n\n"
+                                      "from model import Net\n\nddp = DDP(Net())\n")
+    fresh(project, ".")  # the format is not part of a run's key: the findings are
+    for fmt in (("--format", "json"), ("--format", "sarif"), ("--format", "json", "--fix-edits")):
+        warm = reused(project, *fmt, ".")
+        if fmt == ("--format", "json"):
+            [finding] = json.loads(warm.out)["diagnostics"]
+            assert [step["message"] for step in finding["steps"]] == ["generate", "self(...)"]
+            assert finding["related"] == [{"message": "ddp set up with DDP: does not register generate",
+                                           "path": "train.py", "line": 5}]
 
 
 def test_an_edited_checked_file_is_analysed_again(project: Path) -> None:

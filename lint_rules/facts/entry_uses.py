@@ -799,10 +799,12 @@ class EntryUses(Collector):
         for node, use in uses:  # a twin under other guards may be chosen when a caller's constants drop the first
             first.setdefault((use.kind, use.name, use.method, use.text, use.guards), node)
         located = set(first.values())  # a node that is first for one use gives its line to all of its uses
-        return tuple(
-            dataclasses.replace(use, line=self.walk.position(node)[0]) if node in located else use
-            for node, use in uses
-        )
+
+        def at(node: ast.AST, use: Use) -> Use:
+            line, col = self.walk.position(node)
+            return dataclasses.replace(use, line=line, col=col)
+
+        return tuple(at(node, use) if node in located else use for node, use in uses)
 
 
 def _module_candidates(fn: ast.FunctionDef, params: set[str],

@@ -85,6 +85,7 @@ class Use:
     # ATTR_CALL: the call's arguments by slot ("0", or the keyword) with their constant values
     # (``repr``; "" for any other value); ("*", "") when it unpacks some
     arguments: tuple[tuple[str, str], ...] = ()
+    col: int = 0  # 0-based column of the use where ``line`` is given (an evidence step's location)
 
 
 @dataclass(frozen=True)

@@ -72,7 +72,7 @@ import re
 from typing import Iterator, Optional
 
 from lint_rules import contract
-from lint_rules.diagnostics import Diagnostic
+from lint_rules.diagnostics import Chain, Diagnostic, Step
 from lint_rules.facts.model import COMPILE, SRC_CALL, SRC_PARAM, FileFacts, InitCall
 from lint_rules.project import ClassRef, ProjectIndex
 from lint_rules.rules.base import Invalid, Valid
@@ -184,12 +184,26 @@ def _owner(view: ProjectIndex, ref: ClassRef, method: str) -> Optional[ClassRef]
     return next((item for item in view.mro(ref) if any(m.name == method for m in item.cls.methods)), None)
 
 
-def _shown(call: InitCall) -> str:
-    return f"{call.callee}(...) at line {call.line}" if call.line else f"{call.callee}(...)"
+def _shown(call: InitCall, file: FileFacts) -> Step:
+    return Step(f"{call.callee}(...)", file.path, call.line, call.col, cited=True)
+
+
+def _method_step(view: ProjectIndex, ref: ClassRef, method: str, what: str) -> Step:
+    """A step naming ``method`` of ``ref`` (as ``what``), located at its ``def`` when the MRO has one."""
+    owner = _owner(view, ref, method)
+    found = next((m for m in owner.cls.methods if m.name == method), None) if owner is not None else None
+    if owner is None or found is None:
+        return Step(what)
+    return Step(what, owner.file.path, found.line, found.col)
+
+
+def _through(callee: list[str], call: InitCall, file: FileFacts) -> list[Step]:
+    """The factory a construction goes through (``_constructed``), at the call."""
+    return [Step(name, file.path, call.line, call.col) for name in callee]
 
 
 def reaches_compiled(view: ProjectIndex, ref: ClassRef, method: str, seen: Optional[set[tuple]] = None,
-                     depth: int = 0, passed: frozenset[str] = frozenset()) -> Optional[list[str]]:
+                     depth: int = 0, passed: frozenset[str] = frozenset()) -> Optional[Chain]:
     """The chain from ``method`` to a compiled call (``["_probe", "self.block(...) at line 9"]``),
     through helper methods and the classes they build (``["Trunk.__init__", "Stem.__init__", ...]``).
     ``passed``: what holds a compiled argument of this construction (``_passed_in``): parameters of
@@ -206,17 +220,18 @@ def reaches_compiled(view: ProjectIndex, ref: ClassRef, method: str, seen: Optio
         if call.callee.startswith("self."):
             name = call.callee[5:]
             if _compiled_member(view, ref, name) or call.callee in passed:
-                return [_shown(call)]
+                return [_shown(call, owner.file)]
             deeper = reaches_compiled(view, ref, name, seen, depth + 1, passed)
             if deeper is not None:
-                return [name, *deeper]
+                return [_method_step(view, ref, name, name), *deeper]
         elif _compiled_name(view, owner.file, call.callee) or (method == "__init__" and call.callee in passed):
-            return [_shown(call)]
+            return [_shown(call, owner.file)]
         else:  # a class built here, or by a factory called here: its constructor runs here too
             built, through = _constructed(view, call.callee, owner.file)
             deeper = reaches_compiled(view, built, "__init__", seen, depth + 1) if built is not None else None
             if built is not None and deeper is not None:
-                return [*through, f"{built.cls.qualname}.__init__", *deeper]
+                return [*_through(through, call, owner.file),
+                        _method_step(view, built, "__init__", f"{built.cls.qualname}.__init__"), *deeper]
     return None
 
 
@@ -281,16 +296,17 @@ def _advice(context: str, version: Optional[str], severity: str) -> str:
             f"which enters no mode when disabled and branches on nothing inside __torch_function__")
 
 
-def _context_call(view: ProjectIndex, facts: FileFacts, call: InitCall) -> Optional[str]:
-    """The message for a call inside an init context that runs compiled code (``_advice`` is its help)."""
+def _context_call(view: ProjectIndex, facts: FileFacts, call: InitCall) -> Optional[tuple[str, Chain]]:
+    """The message for a call inside an init context that runs compiled code (``_advice`` is its help),
+    and the chain it shows."""
     if call.callee.startswith("self."):
         cls = facts.class_named(call.scope.rpartition(".")[0])
         if cls is not None and _compiled_member(view, ClassRef(facts, cls), call.callee[5:]):
-            return f"compiled `{call.callee}` is called inside {call.context}"
+            return f"compiled `{call.callee}` is called inside {call.context}", []
         return None
     if call.local or _compiled_name(view, facts, call.callee):
         name = call.callee.rpartition(".")[2]
-        return f"compiled `{name}` is called inside {call.context}"
+        return f"compiled `{name}` is called inside {call.context}", []
     found, through = _constructed(view, call.callee, facts)
     loading = found is None and call.callee.endswith(".load_from_checkpoint")
     if loading:
@@ -301,10 +317,11 @@ def _context_call(view: ProjectIndex, facts: FileFacts, call: InitCall) -> Optio
     chain = reaches_compiled(view, found, "__init__", passed=frozenset(passed))
     if chain is None:
         return None
-    what = contract.format_chain([*through, f"{found.cls.qualname}.__init__", *chain])
-    callee = chain[-1].split("(")[0]
+    chain = [*_through(through, call, facts), _method_step(view, found, "__init__", f"{found.cls.qualname}.__init__"),
+             *chain]
+    callee = chain[-1].what.split("(")[0]
     runs = f"the compiled `{passed[callee]}` passed to it" if callee in passed else "compiled code"
-    return f"building {found.cls.qualname} inside {call.context} runs {runs} ({what})"
+    return f"building {found.cls.qualname} inside {call.context} runs {runs} ({contract.format_chain(chain)})", chain
 
 
 def check(view: ProjectIndex, facts: FileFacts) -> Iterator[Diagnostic]:
@@ -313,8 +330,8 @@ def check(view: ProjectIndex, facts: FileFacts) -> Iterator[Diagnostic]:
         if call.context:
             problem = _context_call(view, facts, call)
             if problem is not None:
-                yield Diagnostic(facts.path, call.line, call.col, CODE, problem, call.callee,
-                                 _advice(call.context, version, severity), severity)
+                yield Diagnostic(facts.path, call.line, call.col, CODE, problem[0], call.callee,
+                                 _advice(call.context, version, severity), severity, steps=tuple(problem[1]))
     for cls in facts.classes:
         method = next((m for m in cls.methods if m.name == "configure_model"), None)
         ref = ClassRef(facts, cls)
@@ -324,7 +341,7 @@ def check(view: ProjectIndex, facts: FileFacts) -> Iterator[Diagnostic]:
         if chain is not None:
             what = contract.format_chain(chain)
             yield Diagnostic(facts.path, method.line, method.col, CODE,
-                             f"{cls.qualname}.configure_model runs compiled {chain[-1].split('(')[0]} ({what})",
+                             f"{cls.qualname}.configure_model runs compiled {chain[-1].what.split('(')[0]} ({what})",
                              f"{cls.qualname}.configure_model",
                              f"the Trainer calls configure_model inside _EmptyInit, and "
-                             f"{_advice('_EmptyInit', version, severity)}", severity)
+                             f"{_advice('_EmptyInit', version, severity)}", severity, steps=tuple(chain))

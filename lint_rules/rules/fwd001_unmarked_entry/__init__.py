@@ -133,7 +133,7 @@ from typing import Iterator, Mapping, Optional, Sequence
 
 from lint_rules import contract
 from lint_rules.computation import ClassAnalysis, analysis_for, never_entry
-from lint_rules.diagnostics import Diagnostic
+from lint_rules.diagnostics import Diagnostic, Step
 from lint_rules.facts.model import DYNAMIC_CALL, SELF_CALL, SUPER_CALL, ClassFacts, FileFacts
 from lint_rules.fix.result import FileFix, FixContext, Unfixed
 from lint_rules.project import ClassRef, ProjectIndex, SetUp
@@ -300,7 +300,8 @@ def check(view: ProjectIndex, facts: FileFacts) -> Iterator[Diagnostic]:
             if view.registered(method.name, ref):
                 message += _registered_on_some(set_ups)
             yield Diagnostic(facts.path, method.line, method.col, CODE, message, f"{cls.qualname}.{method.name}",
-                             contract.unmarked_entry_help(method.name, [s.site.kind for s in set_ups]))
+                             contract.unmarked_entry_help(method.name, [s.site.kind for s in set_ups]),
+                             steps=tuple(chain), related=tuple(set_up_step(s, method.name) for s in set_ups))
 
 
 #: How many set-ups a message names on each side before it says "and N more".
@@ -313,6 +314,14 @@ def _set_ups_text(set_ups: Sequence[SetUp]) -> str:
     shown = [f"{s.where} ({WRAPPER_NAMES.get(s.site.kind, s.site.kind)})" for s in set_ups[:SHOWN_SET_UPS]]
     more = len(set_ups) - len(shown)
     return ", ".join(shown) + (f" and {more} more" if more > 0 else "")
+
+
+def set_up_step(set_up: SetUp, method: str) -> Step:
+    """A set-up site of the class as a related location: which wrapper, and whether it registers ``method``."""
+    wrapper = WRAPPER_NAMES.get(set_up.site.kind, set_up.site.kind)
+    does = "registers" if set_up.registered else "does not register"
+    return Step(f"{set_up.site.var or 'the model'} set up with {wrapper}: {does} {method}", set_up.file.path,
+                set_up.site.line, -1)
 
 
 def _registered_on_some(set_ups: Sequence[SetUp]) -> str:

@@ -50,7 +50,7 @@ from typing import Iterator, Mapping, Sequence
 
 from lint_rules import contract
 from lint_rules.computation import analysis_for, never_entry
-from lint_rules.diagnostics import Diagnostic
+from lint_rules.diagnostics import Diagnostic, Step
 from lint_rules.facts.model import FileFacts, MethodFacts, WrapSite
 from lint_rules.fix.result import FileFix, FixContext, Unfixed
 from lint_rules.noqa import is_suppressed
@@ -179,10 +179,12 @@ def check(view: ProjectIndex, facts: FileFacts) -> Iterator[Diagnostic]:
         message = (f"{wrapped.text}(...) runs {owner.cls.qualname}.{method.name} outside the wrapper's forward "
                    f"({contract.format_chain(chain)}) on the model set up at line {site.line} "
                    f"({_SET_UP[site.kind]})")
+        set_up = Step(f"{site.var or 'the model'} set up with {_SET_UP[site.kind]}: does not register {method.name}",
+                      facts.path, site.line, -1)
         yield Diagnostic(facts.path, wrapped.line, wrapped.col, CODE, message, wrapped.text,
                          f"register it right after the set-up: {how}"
                          + ("; it is registered on other set-ups, and a registration marks only the model it is "
-                            "given" if elsewhere else ""))
+                            "given" if elsewhere else ""), steps=tuple(chain), related=(set_up,))
 
 
 def fix(context: FixContext, findings: Sequence[Diagnostic],
