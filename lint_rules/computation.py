@@ -223,12 +223,16 @@ class ClassAnalysis:
     def _called_chain(self, position: int, method: MethodFacts, arguments: tuple[tuple[str, str], ...]) -> Optional[Chain]:
         """``self.<method>(...)`` called with ``arguments``: the uses its constants let run
         (``self._run("norm")`` never takes ``if mode == "forward": return self.net(x)``)."""
-        dropped = [str(i) for i, use in enumerate(method.uses)
-                   if not all(_admitted(guard, arguments) for guard in use.guards)]
+        kept: list[Use] = []
+        dropped: list[str] = []
+        for i, use in enumerate(method.uses):
+            if all(_admitted(guard, arguments) for guard in use.guards):
+                kept.append(use)
+            else:
+                dropped.append(str(i))
         if not dropped:
             return self._chain(position, method)
-        kept = tuple(use for use in method.uses if all(_admitted(guard, arguments) for guard in use.guards))
-        return self._chain(position, dataclasses.replace(method, uses=kept), variant="-" + ",".join(dropped))
+        return self._chain(position, dataclasses.replace(method, uses=tuple(kept)), variant="-" + ",".join(dropped))
 
     def _chain(self, position: int, method: MethodFacts, origin: Optional[FileFacts] = None,
                variant: str = "") -> Optional[Chain]:

@@ -97,3 +97,20 @@ def test_fix_pair(case: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -
     assert [(u.diagnostic.path, u.diagnostic.line, u.diagnostic.code) for u in again.unfixed] == where
     assert sum(_found(given, run).values()) == len(expected)
     assert not any(name.startswith(".fwdlint") for name in os.listdir(work))
+
+
+def test_two_runs_in_one_process_from_different_directories_find_the_same(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A process that checks one project and then another (the pytest plugin, an editor, these
+    tests under xdist) answers the second from its own files: FWD004 once kept the first run's
+    resolved file for a relative path, and the second run found nothing."""
+    case = FIXTURES / "fwd004" / "fix" / "at_set_up"
+    found = []
+    for name in ("first", "second"):
+        work = tmp_path / name
+        given, _ = _copy(case, work)
+        monkeypatch.chdir(work)
+        record = work / "record.json"
+        config = Config(observed=tuple(run_record.load(str(record))), record=str(record))
+        found.append(_found(given, Run(select=("FWD004",), cache_dir=tmp_path / f"cache-{name}", config=config)))
+    assert found[0] and found[0] == found[1]

@@ -101,8 +101,14 @@ class Tagger(nn.Module):  # observed: Tagger.predict
 )
 
 
-@lru_cache(maxsize=4096)
 def _real(path: str) -> str:
+    # a relative path is resolved against the current directory first: a cache keyed by it alone
+    # answered a second run in the same process (another directory) with the first one's file
+    return _real_absolute(os.path.abspath(path))
+
+
+@lru_cache(maxsize=4096)
+def _real_absolute(path: str) -> str:
     return os.path.realpath(path)
 
 
