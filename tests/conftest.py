@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from slow_tests import FAST_ONLY, SAMPLES, SHARE_THE_CPUS, SLOW, slow_reason
+from slow_tests import FAST_ONLY, SAMPLES, SLOW, slow_reason
 
 ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:  # tests run against this checkout even before `pip install -e .`
@@ -44,7 +44,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         relative = _relative(item.path)
         if relative is not None and slow_reason(f"{relative}::{item.nodeid.partition('::')[2]}"):
             item.add_marker(pytest.mark.slow)
-        if relative is not None and relative.startswith(RANKS) and relative not in SHARE_THE_CPUS:
+        if relative is not None and relative.startswith(RANKS):
             # pytest-xdist (--dist loadgroup) runs these one at a time: each starts its own gloo ranks
             item.add_marker(pytest.mark.xdist_group("ranks"))
 

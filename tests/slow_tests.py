@@ -57,16 +57,6 @@ SAMPLES = {
     "test_output_formats.py::test_sarif_of_every_rule_fixture_is_valid[fwd001]",
 }
 FAST_ONLY = "not slow"  # the marker expression of dev.py test --fast
-# The files of tests/runtime/ that start no gloo ranks (cases in the pytest process, or fresh
-# interpreters importing torch one or two at a time): they run on either worker. The rest of
-# tests/runtime/ is the "ranks" group (tests/conftest.py), which one worker runs one test at a time;
-# with every runtime file in it, that worker was the last to finish (the suite took 1,011-1,201 s).
-SHARE_THE_CPUS = frozenset({
-    "runtime/test_empty_init.py", "runtime/test_fix_call_dataparallel.py", "runtime/test_hazard_agreement.py",
-    "runtime/test_import_order.py", "runtime/test_invalid_marks.py", "runtime/test_not_modules.py",
-    "runtime/test_shim_agreement.py", "runtime/test_shim_api.py", "runtime/test_shim_fabric_port.py",
-    "runtime/test_wrapper_suite_shapes.py",
-})
 
 
 def slow_reason(nodeid: str) -> Optional[str]:
