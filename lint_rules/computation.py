@@ -457,8 +457,7 @@ class ClassAnalysis:
         """``self.search = Beam(self)``, then ``self.search.run(x)``: a plain object built with self
         or a submodule, which its methods run (``holders``)."""
         for item, src in self.sources(attr):
-            for handed in src.param.split(",") if src.kind == SRC_CALL and src.param else ():
-                slot, _, piece = handed.partition(":")
+            for slot, piece in src.handed():
                 use = Use(PASS_CALL, piece, 0, f"{src.ref.rpartition('.')[2]}(...)", f"{src.ref}#{slot}")
                 if self._passed_runs(0, use, item.file) is not None:
                     return True

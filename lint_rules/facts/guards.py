@@ -55,11 +55,17 @@ class GuardReader:
     def __init__(self, params: Sequence[Param], positional: Sequence[str]) -> None:
         self.params = {p.name: p for p in params if not p.star}
         self.positions = {name: index for index, name in enumerate(positional)}
+        # (id of the test node, holds) -> its guards: every use under the same ``if`` asks again
+        self._read: dict[tuple[int, bool], list[Guard]] = {}
 
     def guards_of(self, conditions: Sequence[tuple[ast.expr, bool]]) -> tuple[Guard, ...]:
         found: list[Guard] = []
         for test, holds in conditions:
-            found.extend(self._atoms(test, holds))
+            key = (id(test), holds)
+            atoms = self._read.get(key)
+            if atoms is None:
+                atoms = self._read[key] = self._atoms(test, holds)
+            found.extend(atoms)
         return tuple(found)
 
     def _atoms(self, test: ast.expr, holds: bool, depth: int = 0) -> list[Guard]:

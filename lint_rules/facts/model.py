@@ -96,6 +96,13 @@ class Source:
     # comma-separated ("0:" for ``Beam(self)``, "model:enc" for ``Beam(model=self.enc)``)
     param: str = ""
 
+    def handed(self) -> list[tuple[str, str]]:
+        """SRC_CALL: (slot, "" for self or the submodule's attribute) for each piece of self handed
+        to the call; nothing for other sources."""
+        if self.kind != SRC_CALL or not self.param:
+            return []
+        return [(slot, piece) for slot, _, piece in (handed.partition(":") for handed in self.param.split(","))]
+
 
 @dataclass(frozen=True)
 class MethodFacts:

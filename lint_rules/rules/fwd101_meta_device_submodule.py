@@ -75,7 +75,7 @@ from typing import Iterator, Optional
 from lint_rules import contract
 from lint_rules.computation import analysis_for
 from lint_rules.diagnostics import Diagnostic
-from lint_rules.facts.model import SRC_CALL, SRC_PARAM, FileFacts, MetaSubmodule
+from lint_rules.facts.model import SRC_PARAM, FileFacts, MetaSubmodule
 from lint_rules.project import ClassRef, ProjectIndex
 from lint_rules.rules.base import Invalid, Valid
 
@@ -171,14 +171,13 @@ def _passed_module(view: ProjectIndex, ref: ClassRef, param: str, attr: str) -> 
             return True
     params = ref.cls.init_params
     slots = {param, str(params.index(param))} if param in params else set()
-    for path, other in view.files.items():
+    for other in view.files.values():
         for cls in other.classes:
-            for name, sources in cls.attrs:
+            for _, sources in cls.attrs:
                 for src in sources:
-                    handed = dict(piece.partition(":")[::2] for piece in src.param.split(",")) \
-                        if src.kind == SRC_CALL and src.param else {}
-                    passed = [handed[slot] for slot in slots if slot in handed]
-                    if not passed or view.find_class(src.ref, other) != ref:
+                    passed = [piece for slot, piece in src.handed() if slot in slots]
+                    built = view.find_class(src.ref, other) if passed else None
+                    if built is None or built.key != ref.key:
                         continue
                     owner = ClassRef(other, cls)
                     if view.is_module_class(owner) and any(
