@@ -104,8 +104,7 @@ _SCHEMA = (f"fwdlint-facts-{__version__}-{_facts_code_digest()}"
 _SCHEMA_ID = hashlib.blake2b(_SCHEMA.encode(), digest_size=8).hexdigest()
 _ERROR = "!"  # prefix of a cached error message
 
-if TYPE_CHECKING:  # imported where a file needs parsing: a warm run starts no worker (and spares the import)
-    from lint_rules import workers
+if TYPE_CHECKING:  # imported where a file needs parsing: a warm run spares the import
     from lint_rules.facts.model import FileFacts
 
 Outcome = Union["FileFacts", FileError]
@@ -425,7 +424,6 @@ class FactsStore:
         self.read: set[str] = set()  # paths this store read (for statistics)
         self.extracted = 0  # how many needed a parse (cache misses)
         self.keys: dict[tuple[str, bool], str] = {}  # (path, locate) -> the content key its facts were got by
-        self.pool: Optional[workers.Pool] = None  # the parser processes, started by the first miss
         self.packages: dict[Path, tuple[tuple[str, ...], Path]] = {}  # directories' packages (module_name_for)
         # files whose parser process failed (timed out, out of memory, crashed): this machine's and these
         # limits' verdict, never the file's, so neither their facts nor a run's findings are stored
@@ -463,13 +461,12 @@ class FactsStore:
             else:
                 outcomes[position] = found
         tasks = [task for _, _, task in misses]
-        if tasks:
+        pool = None
+        if tasks:  # the parser processes, started by the first miss and kept for the process's next runs
             from lint_rules import workers
 
             jobs = workers.auto_jobs(len(tasks)) if jobs == workers.AUTO else jobs
-            if self.pool is None:
-                self.pool = workers.Pool(jobs, preload=("lint_rules.facts.extract",))
-            self.pool.jobs = max(self.pool.jobs, jobs)
+            pool = workers.shared(("lint_rules.facts.extract",))
         done = [len(paths) - len(tasks)]  # read already: from memory, the cache, or an error
 
         def one_more() -> None:
@@ -479,7 +476,7 @@ class FactsStore:
         if progress is not None:
             progress(done[0], len(paths), done[0])
         told = {"done": one_more} if progress is not None else {}
-        extracted = self.pool.map(_extract, tasks, **told) if self.pool is not None and tasks else []
+        extracted = pool.map(_extract, tasks, jobs=jobs, **told) if pool is not None else []
         if extracted:
             from lint_rules.facts import codec
             from lint_rules.facts.model import FileFacts
@@ -521,10 +518,8 @@ class FactsStore:
         return content, name, is_package, key
 
     def close(self) -> None:
-        """Stop the parser processes; release the cache file (the last connection to close folds
-        the WAL into it)."""
-        if self.pool is not None:
-            self.pool.close()
+        """Release the cache file (the last connection to close folds the WAL into it). The
+        parser processes are the process's (``workers.shared``)."""
         if self.cache is not None:
             self.cache.close()
 
