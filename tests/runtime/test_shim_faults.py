@@ -12,6 +12,7 @@ import gc
 import io
 import os
 import pickle
+import re
 import threading
 import weakref
 from typing import Any, Callable
@@ -237,10 +238,12 @@ def test_one_rank_failing_in_a_marked_method_that_stays_alive() -> None:
 
 def test_one_rank_failing_in_a_marked_method_that_exits(two_ranks: list[dict[str, Any]]) -> None:
     """Rank 0's process ends after its error: rank 1 is released by the closed connection, not by
-    its 60 s process-group timeout (whose error would say "Timed out")."""
+    its 60 s process-group timeout (whose error would say "Timed out"). Gloo says "closed" or
+    "reset" by peer, as the socket was shut down before or after rank 1's bytes reached it."""
     r0, r1 = (result["failure"] for result in two_ranks)
     assert r0["error"] == "ValueError" and "timeout (0:01:00)" in r0["notes"][0]
-    assert r1["error"] == "RuntimeError" and "Connection closed by peer" in r1["message"]
+    assert r1["error"] == "RuntimeError" and re.search("Connection (closed|reset) by peer", r1["message"]), r1
+    assert "Timed out" not in r1["message"] and r1["seconds"] < 60
     assert r1["state_clean"]
 
 
