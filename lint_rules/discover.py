@@ -47,6 +47,25 @@ def matches(path: str, patterns: Sequence[str]) -> bool:
     return any(fnmatch.fnmatch(absolute, p) for p in patterns)
 
 
+def real_path(path: str, directories: dict[str, str]) -> str:
+    """``os.path.realpath(path)``, each directory's real path worked out once (``directories``: the
+    memo, kept by the caller for one run): a file that is no link costs one ``lstat``, not one per
+    level of its path."""
+    head, name = os.path.split(path)
+    if name in ("", ".", ".."):
+        return os.path.realpath(path)
+    real = directories.get(head)
+    if real is None:
+        real = directories[head] = os.path.realpath(head or os.curdir)
+    full = os.path.join(real, name)
+    try:
+        if stat.S_ISLNK(os.lstat(full).st_mode):
+            return os.path.realpath(full)
+    except OSError:  # missing or unreadable: realpath keeps such a name as it is
+        pass
+    return full
+
+
 def _is_virtualenv(directory: str) -> bool:
     return os.path.isfile(os.path.join(directory, "pyvenv.cfg"))
 
@@ -62,9 +81,10 @@ def python_files(paths: Sequence[str], exclude: Sequence[str] = (),
     exclude = normalize_patterns(exclude)
     skipped = (*DEFAULT_EXCLUDE, *exclude)
     seen: set[str] = set()
+    directories: dict[str, str] = {}
 
     def first_time(path: str) -> bool:
-        key = os.path.realpath(path)
+        key = real_path(path, directories)
         if key in seen:
             return False
         seen.add(key)

@@ -16,18 +16,19 @@ import os
 from pathlib import Path
 from typing import Iterator, Optional, Sequence
 
-from lint_rules.discover import python_files
+from lint_rules.discover import python_files, real_path
 
 MARKERS = ("pyproject.toml", "setup.cfg", "setup.py", ".git")
 
 
-def module_name_for(path: Path, packages: Optional[dict[Path, tuple[tuple[str, ...], Path]]] = None
-                    ) -> tuple[str, bool, Path]:
+def module_name_for(path: Path, packages: Optional[dict[Path, tuple[tuple[str, ...], Path]]] = None,
+                    directories: Optional[dict[str, str]] = None) -> tuple[str, bool, Path]:
     """Dotted module name of ``path`` (walking up ``__init__.py`` packages), whether it is a
     package's ``__init__``, and the directory the top package lives in. ``packages``: the
-    directories already walked, kept by the caller for one run (the files of a directory share
-    the walk; a process-wide memo would miss an ``__init__.py`` created between runs)."""
-    path = path.resolve()
+    directories already walked, ``directories``: their real paths (``discover.real_path``), both
+    kept by the caller for one run (the files of a directory share the walk; a process-wide memo
+    would miss an ``__init__.py`` created between runs)."""
+    path = Path(real_path(str(path), directories)) if directories is not None else path.resolve()
     is_package = path.name == "__init__.py"
     parts, top = _package_of(path.parent, {} if packages is None else packages)
     return ".".join(parts if is_package else (*parts, path.stem)), is_package, top
