@@ -449,7 +449,7 @@ class FactsStore:
         self.extracted = 0  # how many needed a parse (cache misses)
         self.keys: dict[tuple[str, bool], str] = {}  # (path, locate) -> the content key its facts were got by
         self.pool: Optional[workers.Pool] = None  # the parser processes, started by the first miss
-        self.packages: dict[Path, tuple[tuple[str, ...], Path]] = {}  # directories' packages (module_name_for)
+        self.packages: dict[str, tuple[tuple[str, ...], Path]] = {}  # directories' packages (module_name_for)
         self.directories: dict[str, str] = {}  # ... and their real paths
         # files whose parser process failed (timed out, out of memory, crashed): this machine's and these
         # limits' verdict, never the file's, so neither their facts nor a run's findings are stored
@@ -571,6 +571,10 @@ class FactsStore:
         if self.cache is not None:
             self._stamps.learn(path, info, hashed)
         return content, hashed
+
+    def file_digest(self, path: str) -> bytes:
+        """The digest of a file's bytes, by its stamp when it is kept (``stamps``); raises ``OSError``."""
+        return self._content(path, bytes_needed=False)[1]
 
     def close(self) -> None:
         """Stop the parser processes; release the cache file (the last connection to close folds
