@@ -362,11 +362,11 @@ def _run_options(args: argparse.Namespace) -> Run | int:
         return 2
     observed: tuple[run_record.Entry, ...] = ()
     if options.from_record:  # the record's reader is imported only to read one
-        from lint_rules import run_record
+        from lint_rules.run_record import RecordError, load
 
         try:
-            observed = tuple(run_record.load(options.from_record))
-        except run_record.RecordError as exc:  # a configured record: the file and key that name it first
+            observed = tuple(load(options.from_record))
+        except RecordError as exc:  # a configured record: the file and key that name it first
             print(f"{options.from_record_source or 'fwdlint: error'}: {exc}", file=sys.stderr)
             return 2
     from lint_rules.progress import for_stderr

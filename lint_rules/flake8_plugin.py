@@ -278,6 +278,9 @@ def _close_session() -> None:
     session, Plugin.session = Plugin.session, None
     if session is not None:
         session.store.close()
+    workers = sys.modules.get("lint_rules.workers")  # imported only if something was parsed
+    if workers is not None:
+        workers.close_shared()
 
 
 def _close_at_exit() -> None:

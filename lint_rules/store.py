@@ -105,8 +105,7 @@ _SCHEMA = (f"fwdlint-facts-{__version__}-{_facts_code_digest()}"
 _SCHEMA_ID = hashlib.blake2b(_SCHEMA.encode(), digest_size=8).hexdigest()
 _ERROR = "!"  # prefix of a cached error message
 
-if TYPE_CHECKING:  # imported where a file needs parsing: a warm run starts no worker (and spares the import)
-    from lint_rules import workers
+if TYPE_CHECKING:  # imported where a file needs parsing: a warm run spares the import
     from lint_rules.facts.model import FileFacts
 
 Outcome = Union["FileFacts", FileError]
@@ -448,7 +447,6 @@ class FactsStore:
         self.read: set[str] = set()  # paths this store read (for statistics)
         self.extracted = 0  # how many needed a parse (cache misses)
         self.keys: dict[tuple[str, bool], str] = {}  # (path, locate) -> the content key its facts were got by
-        self.pool: Optional[workers.Pool] = None  # the parser processes, started by the first miss
         self.packages: dict[str, tuple[tuple[str, ...], Path]] = {}  # directories' packages (module_name_for)
         self.directories: dict[str, str] = {}  # ... and their real paths
         # files whose parser process failed (timed out, out of memory, crashed): this machine's and these
@@ -493,13 +491,12 @@ class FactsStore:
             else:
                 outcomes[position] = found
         tasks = [task for _, _, task in misses]
-        if tasks:
+        pool = None
+        if tasks:  # the parser processes, started by the first miss and kept for the process's next runs
             from lint_rules import workers
 
             jobs = workers.auto_jobs(len(tasks)) if jobs == workers.AUTO else jobs
-            if self.pool is None:
-                self.pool = workers.Pool(jobs, preload=("lint_rules.facts.extract",))
-            self.pool.jobs = max(self.pool.jobs, jobs)
+            pool = workers.shared(("lint_rules.facts.extract",))
         done = [len(paths) - len(tasks)]  # read already: from memory, the cache, or an error
 
         def one_more() -> None:
@@ -509,7 +506,7 @@ class FactsStore:
         if progress is not None:
             progress(done[0], len(paths), done[0])
         told = {"done": one_more} if progress is not None else {}
-        extracted = self.pool.map(_extract, tasks, **told) if self.pool is not None and tasks else []
+        extracted = pool.map(_extract, tasks, jobs=jobs, **told) if pool is not None else []
         if extracted:
             from lint_rules.facts import codec
             from lint_rules.facts.model import FileFacts
@@ -548,7 +545,8 @@ class FactsStore:
                 content, hashed = self._content(path, bytes_needed)
         except OSError as error:
             return FileError(path, one_line(error))
-        name, is_package = module if module is not None else module_name_for(Path(path), self.packages, self.directories)[:2]
+        name, is_package = (module if module is not None
+                            else module_name_for(Path(path), self.packages, self.directories)[:2])
         key = hashlib.blake2b(b"\0".join([_SCHEMA.encode(), name.encode("utf-8", "surrogateescape"),
                                           b"pkg" if is_package else b"mod", b"loc" if locate else b"",
                                           b"%d.%d" % self.target, hashed]), digest_size=20).hexdigest()
@@ -577,10 +575,8 @@ class FactsStore:
         return self._content(path, bytes_needed=False)[1]
 
     def close(self) -> None:
-        """Stop the parser processes; release the cache file (the last connection to close folds
-        the WAL into it)."""
-        if self.pool is not None:
-            self.pool.close()
+        """Release the cache file (the last connection to close folds the WAL into it). The
+        parser processes are the process's (``workers.shared``)."""
         if self.cache is not None:
             if self._stamps is not None:
                 self.cache.put_stamps(self._stamps.fresh)

@@ -204,8 +204,9 @@ def test_the_parser_names_the_formats_and_fix_styles_there_are() -> None:
 
 def _recording(asked: list[int]) -> Callable[..., list[Any]]:
     """``Pool.map`` run in this process, noting how many workers the pool was asked for."""
-    def map_(pool: Any, function: Callable[[Any], Any], tasks: Sequence[Any], done: Any = None) -> list[Any]:
-        asked.append(pool.jobs)
+    def map_(pool: Any, function: Callable[[Any], Any], tasks: Sequence[Any], done: Any = None,
+             jobs: Any = None) -> list[Any]:
+        asked.append(pool.jobs if jobs is None else jobs)
         return [function(task) for task in tasks]
     return map_
 

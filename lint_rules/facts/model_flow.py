@@ -98,9 +98,15 @@ class ModelFlow(Collector):
         self.passed: list[tuple[str, int, _Value]] = []
         self.functions: set[str] = set()
 
+    #: a text every alternative of ``_TRIGGER`` contains: ``in`` rules most files out far faster
+    #: than the regex scans them (its word-boundary alternatives cost 0.86 s of a
+    #: cold timm run's 9.9 s of CPU)
+    triggers = (".setup", "fully_shard", "DistributedDataParallel", "FullyShardedDataParallel", ".prepare", "DDP",
+                "FSDP", contract.MARK_METHOD_CALL, contract.FSDP_REGISTER_CALL)
+
     @classmethod
     def wanted(cls, source: str) -> bool:
-        return _TRIGGER.search(source) is not None
+        return super().wanted(source) and _TRIGGER.search(source) is not None
 
     def wants_expressions(self, scope: Scope) -> bool:
         return True

@@ -5,7 +5,7 @@ fixed). In a worker, such a file costs its own fix one error line ("out of memor
 same per-file limits as a parse, ``FWDLINT_FILE_TIMEOUT`` and ``FWDLINT_WORKER_MEMORY``), and the
 text gate (``verify.text_problem``: the kept lines, compile) runs there too, next to the parse.
 
-The workers are shared by the fixes of one pass (``close`` ends them, ``run._plan`` calls it). The
+The workers are the process's (``workers.shared``): every pass and every fix uses them. The
 text a fixer edits is read here and sent, so a buffer standing for a file (``source.OVERLAY``,
 ``--fix -``) is what is fixed.
 """
@@ -22,26 +22,8 @@ from lint_rules.source import read_source
 
 FixSource = Callable[[str, bytes, Sequence[Diagnostic]], FileFix]
 
-_pool: Optional[workers.Pool] = None
 #: Compute fixes in this process instead (for tests that replace a fixer's function in this process).
 IN_PROCESS = False
-
-
-def _shared(jobs: int, tasks: int) -> workers.Pool:
-    global _pool
-    wanted = workers.auto_jobs(tasks) if jobs == workers.AUTO else max(1, jobs)
-    if _pool is None:
-        _pool = workers.Pool(wanted, preload=("lint_rules.fix.verify",))
-    _pool.jobs = max(_pool.jobs, wanted)
-    return _pool
-
-
-def close() -> None:
-    """End the workers of this pass's fixes."""
-    global _pool
-    pool, _pool = _pool, None
-    if pool is not None:
-        pool.close()
 
 
 def not_applied(path: str, reason: str, diagnostics: Sequence[Diagnostic], old: bytes = b"") -> FileFix:
@@ -67,7 +49,8 @@ def run(function: Callable[..., FileFix], tasks: Sequence[tuple[str, tuple[Any, 
             results.append(not_applied(path, one_line(error), found))
     if sent:
         apply = functools.partial(_apply, function, check)
-        answers = iter(list(map(apply, sent)) if IN_PROCESS else _shared(jobs, len(sent)).map(apply, sent))
+        answers = iter(list(map(apply, sent)) if IN_PROCESS else workers.shared(("lint_rules.fix.verify",)).map(
+            apply, sent, jobs=workers.auto_jobs(len(sent)) if jobs == workers.AUTO else jobs))
         for index, (path, _), found in zip(range(len(results)), tasks, diagnostics):
             if results[index] is None:
                 answer = next(answers)

@@ -16,7 +16,7 @@ from typing import Callable, Iterable, Mapping, Optional, Sequence
 
 from lint_rules.diagnostics import Diagnostic, FileError, shown
 from lint_rules.engine import Result, Run, analyse
-from lint_rules.fix import isolated, verify
+from lint_rules.fix import verify
 from lint_rules.fix.atomic import ChangedOnDisk, atomic_write
 from lint_rules.fix.diff import unified_diff  # noqa: F401  (the front ends' name for it)
 from lint_rules.fix.result import FileFix, FixContext, Unfixed
@@ -53,13 +53,6 @@ def plan(paths: Iterable[str], run: Run = Run(), style: str = "decorator") -> Fi
 
 
 def _plan(paths: list[str], run: Run, options: Mapping[str, str]) -> tuple[FixRun, Result]:
-    try:
-        return _planned(paths, run, options)
-    finally:
-        isolated.close()  # the workers that computed this pass's fixes
-
-
-def _planned(paths: list[str], run: Run, options: Mapping[str, str]) -> tuple[FixRun, Result]:
     analysis = analyse(paths, run)
     result = FixRun(errors=list(analysis.errors))
     context = FixContext(paths, analysis, run)

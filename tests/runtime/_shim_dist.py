@@ -1,4 +1,9 @@
-"""Run a function on 2 real gloo ranks (spawned processes) with a hard timeout.
+"""Run a function on 2 real gloo ranks (processes of their own) with a hard timeout.
+
+Ranks are forked by a fork server that imported torch once per pytest process (``forkserver``, a
+start method torch.multiprocessing supports), instead of each importing it afresh (``spawn``: two
+torch imports per test, most of a short test's CPU). Each rank still starts from a process where
+nothing but torch is loaded, with the test process's current environment and import path.
 
 Each test gets a fresh free port from the OS (bind to port 0), never a hash of a string. A rank
 reports ("ok", value) or ("error", type name, message, traceback) through a queue; a hang or a
@@ -28,8 +33,13 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
+_CONTEXT = mp.get_context("forkserver")
+_CONTEXT.set_forkserver_preload(["torch", "torch.distributed"])
+
+
 def _rank_main(fn: Callable[..., Any], rank: int, world: int, port: int, results: Any,
                env: dict[str, str], args: tuple[Any, ...]) -> None:
+    os.environ.clear()  # the fork server's environment is the one it started with: take the test's
     os.environ.update(env)
     for path in (ROOT, MODELS, HERE):
         if path not in sys.path:
@@ -51,12 +61,14 @@ def _rank_main(fn: Callable[..., Any], rank: int, world: int, port: int, results
 
 def run_ranks(fn: Callable[..., Any], *args: Any, world: int = 2, timeout: float = 120.0,
               env: dict[str, str] | None = None) -> list[Any]:
-    """Run ``fn(rank, world, *args)`` on ``world`` spawned ranks; return the values by rank."""
-    ctx = mp.get_context("spawn")
+    """Run ``fn(rank, world, *args)`` on ``world`` ranks, with ``env`` over this process's
+    environment; return the values by rank."""
+    ctx = _CONTEXT
     results = ctx.Queue()
     port = free_port()
+    environment = {**os.environ, **(env or {})}
     procs = [
-        ctx.Process(target=_rank_main, args=(fn, rank, world, port, results, env or {}, args), daemon=True)
+        ctx.Process(target=_rank_main, args=(fn, rank, world, port, results, environment, args), daemon=True)
         for rank in range(world)
     ]
     for proc in procs:

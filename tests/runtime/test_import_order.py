@@ -3,9 +3,12 @@ interpreter in every order relative to torch, torch.distributed, lightning and l
 
 isort puts ``runtime_shim`` before ``torch``; ``from runtime_shim import guard`` as the first line
 used to fail with a circular ImportError (the routing hook patched torch from inside the import
-of ``runtime_shim.api``). One subprocess per (name, order, other module): a pytest process where
-torch is already loaded would hide exactly this. Each case also checks that routing is in place
-afterwards (DDP's constructor patched, and Fabric's where Lightning is loaded) and uses the name.
+of ``runtime_shim.api``). The cycle is per module of ``runtime_shim`` that a name loads first, so
+each case imports one name per such module first (``ONE_PER_MODULE``, checked against the package's
+own map of names to modules), in one subprocess per (name, order, other module): a pytest process
+where torch is already loaded would hide exactly this. Each case also checks that routing is in place
+afterwards (DDP's constructor patched, and Fabric's where Lightning is loaded) and uses the name;
+every other name is imported and used, before and after torch, in ``test_every_name_in_both_orders``.
 """
 
 from __future__ import annotations
@@ -95,11 +98,10 @@ def _run(code: str) -> str:
     return f"--- script\n{code}\n--- exit {proc.returncode}, stderr\n{proc.stderr[-2000:]}"
 
 
-# Every name against torch; against the slower imports (Lightning takes 4-5 s), one name per
-# runtime_shim module it loads (the names of one module share its import, and the cycle was per module).
+# One name per runtime_shim module it loads (the names of one module share its import, and the cycle
+# was per module): forward_entry stands for the modules the package imports itself.
 ONE_PER_MODULE = ("forward_entry", "guard", "install", "check_no_meta", "empty_init", "patch_forward")
-CASES = [(other, name) for other in OTHERS
-         for name in ([*sorted(USES), "attribute", "auto"] if other == "torch" else [*ONE_PER_MODULE, "attribute", "auto"])]
+CASES = [(other, name) for other in OTHERS for name in [*ONE_PER_MODULE, "attribute", "auto"]]
 
 
 @pytest.mark.parametrize(("other", "name"), CASES, ids=[f"{other}-{name}" for other, name in CASES])
@@ -112,6 +114,24 @@ def test_name_in_both_orders(other: str, name: str) -> None:
         results = list(pool.map(lambda first: _run(_case(name, other, first)), orders))
     failed = [f"{name} ({'before' if first else 'after'} {other}):\n{out}" for first, out in zip(orders, results) if out]
     assert not failed, "\n".join(failed)
+
+
+@pytest.mark.parametrize("shim_first", [True, False], ids=["before-torch", "after-torch"])
+def test_every_name_in_both_orders(shim_first: bool) -> None:
+    """Every public name imported by name and used, in one interpreter, before and after torch."""
+    imports = "\n".join(f"from runtime_shim import {name}" for name in sorted(USES))
+    code = _script(imports, "torch", shim_first) + NET + "\n".join(USES[name] for name in sorted(USES)) + "\n" + CHECK
+    failed = _run(code)
+    assert not failed, failed
+
+
+def test_one_name_per_module_covers_every_module() -> None:
+    """``ONE_PER_MODULE`` names one name of each lazily loaded module and one the package loads itself."""
+    import runtime_shim
+
+    lazy = runtime_shim._LAZY
+    assert {lazy[name] for name in ONE_PER_MODULE if name in lazy} == set(lazy.values())
+    assert [name for name in ONE_PER_MODULE if name not in lazy] == ["forward_entry"]
 
 
 def test_forward_entry_without_torch(tmp_path) -> None:

@@ -1,0 +1,34 @@
+"""A collector's cheap text test (``wanted``) may rule a file out only when the file cannot give it
+anything: each text its patterns stand for must still be wanted after the fast pre-checks."""
+
+from __future__ import annotations
+
+import pytest
+
+from lint_rules.facts.forward_patches import ForwardPatches
+from lint_rules.facts.model_flow import _TRIGGER, ModelFlow
+
+SET_UPS = ["fabric.setup(model)", "fabric.setup_module (model)", "fully_shard(layer)", "DistributedDataParallel",
+           "FullyShardedDataParallel", "accelerator.prepare(model)", "accelerator.prepare_model(model)",
+           "model = DDP(model)", "FSDP(model)", "strategy.mark_forward_method('generate')",
+           "register_fsdp_forward_method(model, 'generate')"]
+
+
+@pytest.mark.parametrize("text", SET_UPS)
+def test_every_set_up_text_is_wanted(text: str) -> None:
+    assert _TRIGGER.search(text) is not None  # the sample is one the pattern stands for
+    assert ModelFlow.wanted(f"import torch\n{text}\n")
+
+
+@pytest.mark.parametrize("text", ["from x import DDPM", "self.prepared = 1", "class Setup: pass"])
+def test_other_text_is_not_a_set_up(text: str) -> None:
+    assert not ModelFlow.wanted(text)
+
+
+@pytest.mark.parametrize(("text", "wanted"), [
+    ("model.forward = fn", True), ("setattr(m, 'forward', fn)", True), ('getattr(m, "forward")', True),
+    ("fn.__name__ = 'forward'", True), ("fn.__qualname__ = 'M.forward'", True), ("m.__dict__[name] = fn", True),
+    ("if model.forward == fn: pass", False), ("y = self.forward(x)", False), ("if __name__ == '__main__': pass", False),
+])
+def test_forward_patch_texts(text: str, wanted: bool) -> None:
+    assert ForwardPatches.wanted(text) is wanted
