@@ -10,6 +10,11 @@ runner process): the parsing happens in ``lint_rules.workers`` processes.
 * ``startup``: ``python -c pass``, ``fwdlint --version``, ``fwdlint --help``, a warm run that changes
   nothing, and "bare Python reading the cache" (every row of the facts database read and
   JSON-decoded, which is the least a warm run has to do).
+* ``warm``: issue 37's yardstick, ``python -c pass`` against a warm run that changes nothing, CPU
+  seconds (median of the repetitions, and the ratio of the medians). With ``--package`` the package
+  is linted in place as the project root (``cd site/PACKAGE && fwdlint --project-root . .``), else
+  the labelled files as ``startup`` runs them. The cache is filled first, and filled again once the
+  files are older than ``stamps.SETTLED_NS`` (files younger than that are hashed on every run).
 * ``phases``: one cold ``-j 1`` run in this process, instrumented: parent wall time per phase
   (exclusive: a phase's time excludes the phases it calls) and the workers' CPU per phase
   (parse, facts; for a tree from before the ``ast`` facts: syntax check, LibCST parse, facts), each
@@ -27,7 +32,7 @@ tar -x -C <dir>``) for a before/after comparison.
 Usage (from the repository root)::
 
     .venv/bin/python benchmarks/phases.py --site DIR [--package timm] [--reps 5] [--tree DIR]
-        [--only startup,phases,jobs,flake8]
+        [--only startup,warm,phases,jobs,flake8]
 """
 
 from __future__ import annotations
@@ -125,6 +130,35 @@ def startup(tree: Path, files: list[str], site: Path, reps: int) -> None:
         for name in ("fwdlint --version", "fwdlint --help", "python reading the cache"):
             print("  " + ratio_line(runs, name, "python -c pass", what))
         print("  " + ratio_line(runs, "fwdlint warm, nothing changed", "python reading the cache", what))
+
+
+def warm(tree: Path, files: list[str], site: Path, reps: int) -> None:
+    settled = subprocess.run([sys.executable, "-c", "import sys; sys.path.insert(0, sys.argv[1]); "
+                              "from lint_rules.stamps import SETTLED_NS; print(SETTLED_NS)", str(tree)],
+                             capture_output=True, text=True).stdout.strip()  # a tree from before: no stamps
+
+    with tempfile.TemporaryDirectory() as work:
+        cache = Path(work, "cache")
+        lint = [sys.executable, "-c", LINT, str(tree), "-q", "-j", "1", "--cache-dir", str(cache)]
+        cwd, run = (site / PACKAGE[0], [*lint, "--project-root", ".", "."]) if PACKAGE else (site, [*lint, *files])
+        subprocess.run(run, cwd=cwd, capture_output=True, check=False)  # cold: fills the cache
+        newest = max(max(s.st_mtime_ns, s.st_ctime_ns) for s in (os.stat(cwd / f) for f in _checked(cwd, files)))
+        time.sleep(max(0.0, (newest + int(settled or 0) - time.time_ns()) / 1e9))
+        subprocess.run(run, cwd=cwd, capture_output=True, check=False)  # settled files: their stamps are kept
+        runs = alternate({"python -c pass": ([sys.executable, "-c", "pass"], None),
+                          "fwdlint warm, nothing changed": (run, None)}, cwd, reps)
+    floor = statistics.median(cpu for _, cpu in runs["python -c pass"])
+    ours = statistics.median(cpu for _, cpu in runs["fwdlint warm, nothing changed"])
+    where = f"{PACKAGE[0]} in place, its own project root" if PACKAGE else "the labelled files"
+    print(f"\nwarm, nothing changed ({len(files)} files, {where}; {reps} alternating repetitions; "
+          f"load average {os.getloadavg()[0]:.2f} at the end):")
+    print(f"  python -c pass                  cpu median {floor * 1000:7.1f} ms")
+    print(f"  fwdlint warm, nothing changed   cpu median {ours * 1000:7.1f} ms   {ours / floor:5.2f}x python -c pass")
+    print("  " + ratio_line(runs, "fwdlint warm, nothing changed", "python -c pass", 1))
+
+
+def _checked(cwd: Path, files: list[str]) -> list[str]:
+    return files if not PACKAGE else [str(p.relative_to(cwd)) for p in cwd.rglob("*.py")]
 
 
 class Phases:
@@ -298,7 +332,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--package", help="lint this whole installed package instead of the labelled files")
     parser.add_argument("--tree", type=Path, default=REPO, help="the source tree holding lint_rules/")
     parser.add_argument("--reps", type=int, default=5)
-    parser.add_argument("--only", default="startup,phases,jobs,flake8")
+    parser.add_argument("--only", default="startup,warm,phases,jobs,flake8")
     args = parser.parse_args(argv)
     temporary = None
     if args.site is None:
@@ -314,7 +348,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"tree {args.tree.resolve()}; {len(files)} files, {lines} lines under {site}")
         # byte-compiled first: with PYTHONDONTWRITEBYTECODE set, every run would compile the modules again
         subprocess.run([sys.executable, "-m", "compileall", "-q", str(args.tree.resolve() / "lint_rules")], check=True)
-        measures = {"startup": startup, "phases": phases, "jobs": jobs, "flake8": flake8}
+        measures = {"startup": startup, "warm": warm, "phases": phases, "jobs": jobs, "flake8": flake8}
         for name in args.only.split(","):
             measures[name](args.tree.resolve(), files, site, args.reps)
     finally:

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Optional, Sequence
 from lint_rules import __version__, contract
 
 if TYPE_CHECKING:
-    from lint_rules import environment, settings
+    from lint_rules import environment, run_record, settings
     from lint_rules.engine import Result, Run
     from lint_rules.fix.run import FixRun
 
@@ -38,9 +38,34 @@ FORMATS = ("text", "json", "github", "sarif")
 FIX_STYLES = ("decorator", "call")
 
 
+class _Formatter(argparse.HelpFormatter):
+    """argparse's, with the terminal's width read as ``shutil.get_terminal_size`` reads it, without
+    importing ``shutil`` (and the compression modules it imports): argparse makes a formatter for
+    every option added, so every run would pay for it."""
+
+    def __init__(self, prog: str, indent_increment: int = 2, max_help_position: int = 24,
+                 width: Optional[int] = None) -> None:
+        super().__init__(prog, indent_increment, max_help_position, _columns() - 2 if width is None else width)
+
+
+def _columns() -> int:
+    import os
+
+    try:
+        columns = int(os.environ["COLUMNS"])
+    except (KeyError, ValueError):
+        columns = 0
+    if columns <= 0:
+        try:
+            columns = os.get_terminal_size(sys.__stdout__.fileno()).columns
+        except (AttributeError, ValueError, OSError):
+            columns = 0
+    return columns if columns > 0 else 80
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="fwdlint",
+        prog="fwdlint", formatter_class=_Formatter,
         description="Find nn.Module methods that run forward computation behind the back of "
                     "DDP, FSDP and Lightning Fabric.",
     )
@@ -268,7 +293,7 @@ def _fix_stdin(args: argparse.Namespace, path: str, options: Run) -> int:
 
 def _report(args: argparse.Namespace, result: Result, run: Run, files: list[str]) -> int:
     """Print the findings and errors of an analysis in the chosen format; the exit status."""
-    from lint_rules import report, sarif
+    from lint_rules import report
 
     counts = report.statistics(result.diagnostics, result.coverage) if args.statistics else ""
     err = report.error_lines(result.errors)
@@ -282,9 +307,13 @@ def _report(args: argparse.Namespace, result: Result, run: Run, files: list[str]
                     "to resolve names\n")
     elif args.format == "github":
         out = report.github(result) + counts
-    else:  # one JSON document on stdout: the statistics go to stderr
-        out = report.as_json(result, _edits(args, result, run, files)) if args.format == "json" else sarif.as_sarif(
-            result)
+    elif args.format == "json":  # one JSON document on stdout: the statistics go to stderr
+        out = report.as_json(result, _edits(args, result, run, files))
+        err += counts
+    else:
+        from lint_rules import sarif
+
+        out = sarif.as_sarif(result)
         err += counts
     failed = report.write(out, args.output_file, root=args.project_root)
     sys.stderr.write(err)
@@ -309,7 +338,7 @@ def _edits(args: argparse.Namespace, result: Result, run: Run, files: list[str])
 
 def _run_options(args: argparse.Namespace) -> Run | int:
     """The run the options and the configuration ask for, or an exit status after a one-line error."""
-    from lint_rules import environment, run_record, settings
+    from lint_rules import environment, settings
     from lint_rules.engine import AUTO_JOBS, Run
     from lint_rules.settings import Config
 
@@ -332,10 +361,12 @@ def _run_options(args: argparse.Namespace) -> Run | int:
                   file=sys.stderr)
         return 2
     observed: tuple[run_record.Entry, ...] = ()
-    if options.from_record:
+    if options.from_record:  # the record's reader is imported only to read one
+        from lint_rules.run_record import RecordError, load
+
         try:
-            observed = tuple(run_record.load(options.from_record))
-        except run_record.RecordError as exc:  # a configured record: the file and key that name it first
+            observed = tuple(load(options.from_record))
+        except RecordError as exc:  # a configured record: the file and key that name it first
             print(f"{options.from_record_source or 'fwdlint: error'}: {exc}", file=sys.stderr)
             return 2
     from lint_rules.progress import for_stderr

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Callable, Iterable, Optional, Sequence
 
 from lint_rules import environment
 from lint_rules.diagnostics import Diagnostic, FileError, shown
-from lint_rules.discover import matches, normalize_pattern
+from lint_rules.discover import matches, normalize_pattern, real_path
 from lint_rules.layout import VIEW_LIMIT, find_root, module_name_for, view_files
 from lint_rules.settings import Config
 from lint_rules.store import CACHE_DIR_NAME, FactsStore, default_cache_dir
@@ -124,9 +124,13 @@ class Session:
     def root_for(self, path: str) -> Optional[Path]:
         if self.run.project_root is not None:
             return self.run.project_root
-        try:
-            resolved = Path(path).resolve()  # as find_root sees it; the files of a directory share its root
-            directory = resolved if resolved.is_dir() else resolved.parent
+        try:  # the real path, as find_root sees it; the files of a directory share its root
+            if os.path.islink(path):  # a link loop raises here
+                resolved = Path(path).resolve()
+                directory = resolved if resolved.is_dir() else resolved.parent
+            else:
+                real = real_path(path, self.store.directories)
+                directory = Path(real if os.path.isdir(real) else os.path.dirname(real))
             if directory not in self._roots:
                 find_root(directory, self._roots)
         except (OSError, RuntimeError):  # a link loop, a name too long: a file that is an error line anyway
@@ -154,7 +158,8 @@ class Session:
             for outcome in self.store.facts_many(self.view_paths(root, given), jobs=self.run.jobs,
                                                  progress=self.run.progress):
                 if isinstance(outcome, FileFacts):
-                    view.add(outcome, module_name_for(Path(outcome.path), self.store.packages)[2])
+                    view.add(outcome, module_name_for(Path(outcome.path), self.store.packages,
+                                                      self.store.directories)[2])
         return view
 
     def view_paths(self, root: Optional[Path], given: Iterable[str] = ()) -> list[str]:
@@ -163,7 +168,7 @@ class Session:
         if paths is None:
             paths = self._view_paths[root] = []
             if root is not None:
-                skip = {str(Path(p).resolve()) for p in given}
+                skip = {real_path(p, self.store.directories) for p in given}
                 near = [Path(p) for p in given] or [Path.cwd()]
                 files, bounded = view_files(root, near, self.run.exclude)
                 if bounded:  # once per root and process
@@ -259,7 +264,7 @@ def _analyse(session: Session, paths: list[str]) -> Result:
     for root, group in by_root.items() if selected_codes(run.select, run.ignore) else ():
         view = session.view(root, given[root])
         for facts in group:
-            view.add(facts, module_name_for(Path(facts.path), session.store.packages)[2])
+            view.add(facts, module_name_for(Path(facts.path), session.store.packages, session.store.directories)[2])
         for facts in group:
             try:
                 result.diagnostics.extend(session.check(view, facts))

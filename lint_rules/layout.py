@@ -16,33 +16,40 @@ import os
 from pathlib import Path
 from typing import Iterator, Optional, Sequence
 
-from lint_rules.discover import python_files
+from lint_rules.discover import python_files, real_path
 
 MARKERS = ("pyproject.toml", "setup.cfg", "setup.py", ".git")
 
 
-def module_name_for(path: Path, packages: Optional[dict[Path, tuple[tuple[str, ...], Path]]] = None
-                    ) -> tuple[str, bool, Path]:
+def module_name_for(path: Path, packages: Optional[dict[str, tuple[tuple[str, ...], Path]]] = None,
+                    directories: Optional[dict[str, str]] = None) -> tuple[str, bool, Path]:
     """Dotted module name of ``path`` (walking up ``__init__.py`` packages), whether it is a
     package's ``__init__``, and the directory the top package lives in. ``packages``: the
-    directories already walked, kept by the caller for one run (the files of a directory share
-    the walk; a process-wide memo would miss an ``__init__.py`` created between runs)."""
-    path = path.resolve()
-    is_package = path.name == "__init__.py"
-    parts, top = _package_of(path.parent, {} if packages is None else packages)
-    return ".".join(parts if is_package else (*parts, path.stem)), is_package, top
+    directories already walked, ``directories``: their real paths (``discover.real_path``), both
+    kept by the caller for one run (the files of a directory share the walk; a process-wide memo
+    would miss an ``__init__.py`` created between runs)."""
+    # strings, not Paths: this runs for every file of every run, warm ones included
+    real = real_path(str(path), directories) if directories is not None else str(path.resolve())
+    directory, name = os.path.split(real)
+    is_package = name == "__init__.py"
+    parts, top = _package_of(directory, {} if packages is None else packages)
+    dot = name.rfind(".")
+    stem = name[:dot] if 0 < dot < len(name) - 1 else name  # as ``Path.stem``
+    return ".".join(parts if is_package else (*parts, stem)), is_package, top
 
 
-def _package_of(directory: Path, packages: dict[Path, tuple[tuple[str, ...], Path]]
+def _package_of(directory: str, packages: dict[str, tuple[tuple[str, ...], Path]]
                 ) -> tuple[tuple[str, ...], Path]:
-    """The dotted package ``directory`` is (empty if it is not one) and the directory above it."""
+    """The dotted package ``directory`` (a real path) is (empty if it is not one) and the directory
+    above it."""
     found = packages.get(directory)
     if found is None:
-        if (directory / "__init__.py").is_file() and directory.parent != directory:
-            parts, top = _package_of(directory.parent, packages)
-            found = (*parts, directory.name), top
+        parent = os.path.dirname(directory)
+        if os.path.isfile(os.path.join(directory, "__init__.py")) and parent != directory:
+            parts, top = _package_of(parent, packages)
+            found = (*parts, os.path.basename(directory)), top
         else:
-            found = (), directory
+            found = (), Path(directory)
         packages[directory] = found
     return found
 

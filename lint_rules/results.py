@@ -14,13 +14,12 @@ Stored in the facts database (``store``), a few versions per first checked path,
 
 from __future__ import annotations
 
-import functools
 import hashlib
 import json
 import os
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, NamedTuple, Optional, Union
+from typing import TYPE_CHECKING, Callable, NamedTuple, Optional, Union
 
 from lint_rules import environment
 from lint_rules.diagnostics import Diagnostic, FileError, Step
@@ -29,6 +28,7 @@ from lint_rules.layout import modules_in
 
 if TYPE_CHECKING:
     from lint_rules.engine import Result, Session
+    from lint_rules.store import FactsStore
 
 FORMAT = "4"  # of the stored value (4: a finding's steps and related places)
 _PREFIX = "R:"  # the store's slot for stored runs: "R:" + the first checked path (pruned with it)
@@ -38,15 +38,24 @@ _PREFIX = "R:"  # the store's slot for stored runs: "R:" + the first checked pat
 VERSIONED = ("torch",)
 
 
-def code_digest(package: Path = Path(__file__).parent) -> str:
-    """Every module of fwdlint: the rules and the project view decide findings, not only the facts."""
+def code_digest(package: Path = Path(__file__).parent,
+                content: Callable[[str], bytes] = lambda path: Path(path).read_bytes()) -> str:
+    """Every module of fwdlint: the rules and the project view decide findings, not only the facts.
+    ``content``: a module's bytes, or anything that changes with them (the store's digest by stamp)."""
     digest = hashlib.blake2b(digest_size=16)
     for path in sorted(package.rglob("*.py")):
-        digest.update(path.relative_to(package).as_posix().encode() + b"\0" + path.read_bytes())
+        digest.update(path.relative_to(package).as_posix().encode() + b"\0" + content(str(path)))
     return digest.hexdigest()
 
 
-_own_code = functools.lru_cache(maxsize=None)(code_digest)  # this process's fwdlint, read once
+_OWN_CODE: list[str] = []  # this process's fwdlint, digested once
+
+
+def _own_code(store: FactsStore) -> str:
+    """``code_digest`` of this fwdlint, each module by its stamp: a warm run reads none of them."""
+    if not _OWN_CODE:
+        _OWN_CODE.append(code_digest(content=lambda path: b"d" + store.file_digest(path)))
+    return _OWN_CODE[0]
 
 
 class Stored(NamedTuple):
@@ -65,7 +74,7 @@ class Lookup:
         store, run, env = session.store, session.run, session.environment
         given = store.read_keys(paths)
         self.keys: dict[str, str] = {path: key for path, key in zip(paths, given) if isinstance(key, str)}
-        parts: list[object] = [FORMAT, _own_code(), sys.version_info[:2], os.getcwd(), repr(run.config),
+        parts: list[object] = [FORMAT, _own_code(store), sys.version_info[:2], os.getcwd(), repr(run.config),
                                run.select, run.ignore, run.exclude, run.per_file_ignores, str(run.project_root),
                                env.python, [str(root) for root in env.roots], env.version,
                                [distribution_version(env.roots, name) for name in VERSIONED],

@@ -48,6 +48,7 @@ from lint_rules import __version__
 from lint_rules.diagnostics import FileError
 from lint_rules.layout import module_name_for
 from lint_rules.source import OVERLAY, decode, one_line, python_parse, python_syntax_error
+from lint_rules.stamps import Stamps, digest
 
 CACHE_DIR_NAME = ".fwdlint_cache"
 TAG_NAME = "CACHEDIR.TAG"
@@ -63,7 +64,7 @@ _LEGACY = {".gitignore", "facts.sqlite", "facts.sqlite-wal", "facts.sqlite-shm"}
 #: ``workers`` (its recursion limit and stack decide what is too deeply nested). Module names and
 #: paths are in each key already, so ``layout`` and ``discover`` are not.
 _FACTS_CODE = ("facts/*.py", "noqa.py", "contract.py", "vocabulary.py", "source.py", "store.py",
-               "workers.py")
+               "stamps.py", "workers.py")
 
 _VERSIONS_KEPT = 3  # per file (and per evidence flag): switching branches back and forth stays warm
 _MAX_ROWS = 50_000  # about a project of 25,000 files, each with and without evidence lines
@@ -326,6 +327,25 @@ class _Cache:
         except sqlite3.Error as error:
             self._failed(error)
 
+    def stamps(self) -> dict[str, tuple[str, str]]:
+        """Every file's kept stamp and digest (``stamps``), by absolute path."""
+        if self.db is None:
+            return {}
+        try:
+            return {path: (stamp, hashed) for path, stamp, hashed in self.db.execute("SELECT * FROM stamps")}
+        except sqlite3.Error as error:
+            self._failed(error)
+            return {}
+
+    def put_stamps(self, rows: dict[str, tuple[str, str]]) -> None:
+        if self.db is None or not rows:
+            return
+        try:
+            self.db.executemany("INSERT OR REPLACE INTO stamps VALUES (?, ?, ?)",
+                                [(_storable(path), stamp, hashed) for path, (stamp, hashed) in rows.items()])
+        except sqlite3.Error as error:
+            self._failed(error)
+
     def _maintain(self) -> None:
         """Every ``_MAINTAIN_EVERY`` runs that wrote: drop entries of vanished files and the oldest
         beyond ``_MAX_ROWS``, give freed pages back, check the file, prune other schemas."""
@@ -339,6 +359,8 @@ class _Cache:
         gone = [(slot,) for (slot,) in db.execute("SELECT DISTINCT slot FROM facts")
                 if not os.path.exists(slot[2:])]
         db.executemany("DELETE FROM facts WHERE slot = ?", gone)
+        db.executemany("DELETE FROM stamps WHERE path = ?",
+                       [(path,) for (path,) in db.execute("SELECT path FROM stamps") if not os.path.exists(path)])
         db.execute("DELETE FROM facts WHERE rowid <= (SELECT rowid FROM facts ORDER BY rowid DESC LIMIT 1 OFFSET ?)",
                    (_MAX_ROWS,))
         db.execute("PRAGMA incremental_vacuum")
@@ -368,6 +390,7 @@ def _set_up(db: sqlite3.Connection) -> None:
         raise sqlite3.DatabaseError("not a fwdlint cache of this schema")
     db.execute("CREATE TABLE facts (key TEXT PRIMARY KEY, value TEXT NOT NULL, slot TEXT NOT NULL)")
     db.execute("CREATE INDEX facts_slot ON facts (slot)")
+    db.execute("CREATE TABLE stamps (path TEXT PRIMARY KEY, stamp TEXT NOT NULL, digest TEXT NOT NULL)")
     db.execute("INSERT INTO meta VALUES ('schema', ?)", (_SCHEMA,))
 
 
@@ -424,10 +447,12 @@ class FactsStore:
         self.read: set[str] = set()  # paths this store read (for statistics)
         self.extracted = 0  # how many needed a parse (cache misses)
         self.keys: dict[tuple[str, bool], str] = {}  # (path, locate) -> the content key its facts were got by
-        self.packages: dict[Path, tuple[tuple[str, ...], Path]] = {}  # directories' packages (module_name_for)
+        self.packages: dict[str, tuple[tuple[str, ...], Path]] = {}  # directories' packages (module_name_for)
+        self.directories: dict[str, str] = {}  # ... and their real paths
         # files whose parser process failed (timed out, out of memory, crashed): this machine's and these
         # limits' verdict, never the file's, so neither their facts nor a run's findings are stored
         self.failed: set[str] = set()
+        self._stamps: Optional[Stamps] = None  # read from the cache when the first file is
 
     def facts(self, path: str, locate: bool = True, data: Optional[bytes] = None,
               module: Optional[tuple[str, bool]] = None) -> Outcome:
@@ -447,7 +472,13 @@ class FactsStore:
             if data is None and (path, locate) in self.memory:
                 outcomes[position] = self.memory[(path, locate)]
                 continue
-            read = self._read(path, locate, data, module)
+            read = self._read(path, locate, data, module, bytes_needed=False)
+            found = None if isinstance(read, FileError) else self._cached(read[3], path)
+            if found is None and not isinstance(read, FileError) and read[0] is None:
+                stamped = read[3]
+                read = self._read(path, locate, data, module)  # to be parsed: its bytes are needed after all
+                if not isinstance(read, FileError) and read[3] != stamped:  # changed meanwhile
+                    found = self._cached(read[3], path)
             if isinstance(read, FileError):
                 outcomes[position] = read
                 continue
@@ -455,7 +486,6 @@ class FactsStore:
             content, name, is_package, key = read
             if data is None:
                 self.keys[(path, locate)] = key
-            found = self._cached(key, path)
             if found is None:
                 misses.append((position, key, (path, content, name, is_package, locate, self.target)))
             else:
@@ -501,26 +531,56 @@ class FactsStore:
         """Each file's content key (what its facts are stored under), or the error reading it: what
         ``facts_many`` would look up, without decoding anything (``results`` keys a run by them)."""
         return [read if isinstance(read, FileError) else read[3]
-                for read in (self._read(path, locate, None, module) for path in paths)]
+                for read in (self._read(path, locate, None, module, bytes_needed=False) for path in paths)]
 
-    def _read(self, path: str, locate: bool, data: Optional[bytes],
-              module: Optional[tuple[str, bool]]) -> Union[tuple[bytes, str, bool, str], FileError]:
-        """A file's bytes (``data`` if given), module name, package flag and content key, or the
-        error reading it."""
+    def _read(self, path: str, locate: bool, data: Optional[bytes], module: Optional[tuple[str, bool]],
+              bytes_needed: bool = True) -> Union[tuple[Optional[bytes], str, bool, str], FileError]:
+        """A file's bytes (``data`` if given; None when not ``bytes_needed`` and its stamp gave its
+        digest: ``stamps``), module name, package flag and content key, or the error reading it."""
         try:
-            content = data if data is not None else _read_regular(path)
+            if data is not None:
+                content: Optional[bytes] = data
+                hashed = digest(data)
+            else:
+                content, hashed = self._content(path, bytes_needed)
         except OSError as error:
             return FileError(path, one_line(error))
-        name, is_package = module if module is not None else module_name_for(Path(path), self.packages)[:2]
+        name, is_package = (module if module is not None
+                            else module_name_for(Path(path), self.packages, self.directories)[:2])
         key = hashlib.blake2b(b"\0".join([_SCHEMA.encode(), name.encode("utf-8", "surrogateescape"),
                                           b"pkg" if is_package else b"mod", b"loc" if locate else b"",
-                                          b"%d.%d" % self.target, content]), digest_size=20).hexdigest()
+                                          b"%d.%d" % self.target, hashed]), digest_size=20).hexdigest()
         return content, name, is_package, key
+
+    def _content(self, path: str, bytes_needed: bool) -> tuple[Optional[bytes], bytes]:
+        """The file's bytes (None if not needed and its stamp is kept) and their digest."""
+        if OVERLAY and os.path.realpath(path) in OVERLAY:  # the text standing in for it (``source.OVERLAY``)
+            content = OVERLAY[os.path.realpath(path)]
+            return content, digest(content)
+        info = _regular(path)
+        if self._stamps is None:
+            self._stamps = Stamps(self.cache.stamps() if self.cache is not None else {})
+        if not bytes_needed:
+            found = self._stamps.lookup(path, info)
+            if found is not None:
+                return None, found
+        content = Path(path).read_bytes()
+        hashed = digest(content)
+        if self.cache is not None:
+            self._stamps.learn(path, info, hashed)
+        return content, hashed
+
+    def file_digest(self, path: str) -> bytes:
+        """The digest of a file's bytes, by its stamp when it is kept (``stamps``); raises ``OSError``."""
+        return self._content(path, bytes_needed=False)[1]
 
     def close(self) -> None:
         """Release the cache file (the last connection to close folds the WAL into it). The
         parser processes are the process's (``workers.shared``)."""
         if self.cache is not None:
+            if self._stamps is not None:
+                self.cache.put_stamps(self._stamps.fresh)
+                self._stamps.fresh = {}
             self.cache.close()
 
     def _cached(self, key: str, path: str) -> Optional[Outcome]:
@@ -552,14 +612,13 @@ def _slot(path: str, locate: bool) -> str:
     return ("L:" if locate else "-:") + os.path.abspath(path)
 
 
-def _read_regular(path: str) -> bytes:
-    """The file's bytes (or the text standing in for it: ``source.OVERLAY``); anything but a regular
-    file (a FIFO, a device) is refused, not read: reading a FIFO blocks until someone writes to it."""
-    if OVERLAY and os.path.realpath(path) in OVERLAY:
-        return OVERLAY[os.path.realpath(path)]
-    if not stat.S_ISREG(os.stat(path).st_mode):
+def _regular(path: str) -> os.stat_result:
+    """The file's status; anything but a regular file (a FIFO, a device) is refused, not read:
+    reading a FIFO blocks until someone writes to it."""
+    info = os.stat(path)
+    if not stat.S_ISREG(info.st_mode):
         raise OSError(f"not a regular file ({'directory' if os.path.isdir(path) else 'FIFO, socket or device'})")
-    return Path(path).read_bytes()
+    return info
 
 
 def _extract(task: tuple[str, bytes, str, bool, bool, tuple[int, int]]) -> Outcome:

@@ -1,6 +1,6 @@
 """The facts codec (``lint_rules/facts/codec.py``): how a record is stored follows from its type, so
-every fixture's facts come back equal, a row that is not ours is refused, and ``FORMAT`` changes by
-itself when a record's shape does."""
+every fixture's facts come back equal, a row that is not ours is refused, ``FORMAT`` changes by
+itself when a record's shape does, and the checked-in converters are what the generator writes."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import dataclasses
 import pytest
 from fixture_cases import FIXTURES
 
-from lint_rules.facts import codec
+from lint_rules.facts import codec, codec_generated, codec_generator
 from lint_rules.facts.extract import extract
 from lint_rules.facts.model import FileFacts
 from lint_rules.source import decode
@@ -54,5 +54,11 @@ class _New:
 
 
 def test_the_format_follows_the_shape() -> None:
-    assert codec._shape(_Old).replace("_Old", "X") != codec._shape(_New).replace("_New", "X")
-    assert codec.FORMAT == codec._digest(FileFacts)
+    assert codec_generator._shape(_Old).replace("_Old", "X") != codec_generator._shape(_New).replace("_New", "X")
+    assert codec.FORMAT == codec_generator._digest(FileFacts)
+
+
+def test_the_checked_in_converters_are_what_the_generator_writes() -> None:
+    """After changing a record of ``facts/model.py``: ``python -m lint_rules.facts.codec_generator``."""
+    with open(codec_generated.__file__, encoding="utf-8") as handle:
+        assert handle.read() == codec_generator.module_text()

@@ -66,3 +66,5 @@ def test_reused_findings_load_neither_the_facts_model_nor_the_rules(tmp_path: Pa
                            timeout=120).stdout.split() for _ in range(2)]
     assert analysis <= set(runs[0])
     assert not analysis & set(runs[1]) and "lint_rules.results" in runs[1]
+    # nor what only other options need: a run record, SARIF, the parser processes
+    assert not {"lint_rules.run_record", "lint_rules.sarif", "lint_rules.workers"} & set(runs[1])

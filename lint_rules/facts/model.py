@@ -4,8 +4,9 @@ Everything here is a frozen dataclass of strings, ints and tuples, so facts can 
 boundaries (``-j N``), be stored as JSON in the facts store (``codec.py``), and be shared by the
 CLI, the flake8 plugin and the fixers. Nothing in this module knows about other files: names are
 resolved through the file's own imports only; the project view (``project.py``) does the
-cross-file work. A new record or field needs nothing else to be stored: ``codec.py`` reads how
-from the annotations (``str``, ``int``, ``bool``, records and tuples of these).
+cross-file work. A new record or field needs nothing else to be stored but a run of
+``python -m lint_rules.facts.codec_generator``, which writes the converters from the annotations
+(``str``, ``int``, ``bool``, records and tuples of these).
 """
 
 from __future__ import annotations
