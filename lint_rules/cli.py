@@ -11,8 +11,8 @@ Exit status: 0 clean, 1 findings, 2 usage error or a file that could not be read
 
 Reports: ``report.py`` (text, json, github) and ``sarif.py``. ``--fix`` / ``--diff``
 (``lint_rules/fix/run.py``): the diff goes to stdout, ``not fixed`` lines and the summary to stderr
-(``--format json``: one JSON fix report on stdout). ``--fix``: 0 nothing remains, 1 findings remain, 2 errors; ``--diff``: 1 if
-anything would change or remains, 2 on errors.
+(``--format json``: one JSON fix report on stdout). ``--fix``: 0 nothing remains, 1 findings remain,
+2 errors; ``--diff``: 1 if anything would change or remains, 2 on errors.
 """
 
 from __future__ import annotations

@@ -251,7 +251,8 @@ class Plugin:
                 yield line, max(col, 0), f"FWD000 fwdlint cannot check this file: {facts.message}", type(self)
             return
         if view.files.get(path) is not facts:  # a project file is in the view already
-            view.add(facts, module_name_for(Path(path), session.store.packages)[2] if real else None)
+            store = session.store
+            view.add(facts, module_name_for(Path(path), store.packages, store.directories)[2] if real else None)
         try:
             found = session.check(view, facts, honour_noqa=False)
         except RecursionError:  # one file's depth must not end the whole flake8 run

@@ -69,4 +69,3 @@ def is_root(ref: str) -> bool:
 def never_module(ref: str) -> bool:
     """A name of the standard library or a builtin: no class there derives from torch's."""
     return ref.split(".", 1)[0] in STDLIB or ("." not in ref and ref in _BUILTINS)
-

@@ -112,7 +112,8 @@ def test_name_in_both_orders(other: str, name: str) -> None:
     orders = (True, False)
     with ThreadPoolExecutor(max_workers=2) as pool:
         results = list(pool.map(lambda first: _run(_case(name, other, first)), orders))
-    failed = [f"{name} ({'before' if first else 'after'} {other}):\n{out}" for first, out in zip(orders, results) if out]
+    failed = [f"{name} ({'before' if first else 'after'} {other}):\n{out}"
+              for first, out in zip(orders, results) if out]
     assert not failed, "\n".join(failed)
 
 
