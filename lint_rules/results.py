@@ -9,6 +9,12 @@ directory listing of sibling modules, and each package looked for, found or miss
 reused only if every one of them is still as it was. Nothing is stored when a file changed while
 the run read it.
 
+The findings depend on a file only through its facts (what ``facts.extract`` reads of it), so a run
+is also named by its files' facts: after an edit the analysis cannot see (a comment added at the
+end, a docstring reworded), only the edited files are parsed, and the earlier findings are reused
+when their facts came out the same. Any other edit re-checks every file (from cached facts: only the
+edited files are parsed again).
+
 Stored in the facts database (``store``), a few versions per first checked path, as JSON.
 """
 
@@ -32,6 +38,10 @@ if TYPE_CHECKING:
 
 FORMAT = "4"  # of the stored value (4: a finding's steps and related places)
 _PREFIX = "R:"  # the store's slot for stored runs: "R:" + the first checked path (pruned with it)
+_FACTS_PREFIX = "P:"  # ... for the pointers from a run's facts key to its key, and their slot
+#: Files a run parses before it looks its findings up by the files' facts (``Lookup.found``): any more
+#: and it is a cold run or a switch of branches, not an edit (and its progress line shows the parsing).
+AT_MOST_PARSED = 16
 #: Distributions whose installed version a rule reads (``ProjectIndex.installed_version``): FWD201's
 #: severity and help follow torch's. Each is part of a run's key (tests/test_honest_caches.py finds
 #: every ``installed_version`` call of the rules and checks that it is named here).
@@ -74,25 +84,65 @@ class Lookup:
         store, run, env = session.store, session.run, session.environment
         given = store.read_keys(paths)
         self.keys: dict[str, str] = {path: key for path, key in zip(paths, given) if isinstance(key, str)}
-        parts: list[object] = [FORMAT, _own_code(store), sys.version_info[:2], os.getcwd(), repr(run.config),
-                               run.select, run.ignore, run.exclude, run.per_file_ignores, str(run.project_root),
-                               env.python, [str(root) for root in env.roots], env.version,
-                               [distribution_version(env.roots, name) for name in VERSIONED],
-                               [(path, _text(key)) for path, key in zip(paths, given)]]
+        self._options: list[object] = [
+            FORMAT, _own_code(store), sys.version_info[:2], os.getcwd(), repr(run.config), run.select, run.ignore,
+            run.exclude, run.per_file_ignores, str(run.project_root), env.python, [str(root) for root in env.roots],
+            env.version, [distribution_version(env.roots, name) for name in VERSIONED]]
+        # the files whose keys name the run: the checked ones, then each project view's, by root
+        self._files: list[tuple[str, list[tuple[str, Union[str, FileError]]]]] = [("", list(zip(paths, given)))]
         for root, group in sorted(session.by_root(paths).items(), key=lambda item: str(item[0])):
             view = session.view_paths(root, group)
             view_keys = store.read_keys(view)
             self.keys.update((path, key) for path, key in zip(view, view_keys) if isinstance(key, str))
-            parts.append((str(root), [(path, _text(key)) for path, key in zip(view, view_keys)]))
-        self.key = hashlib.blake2b(repr(parts).encode("utf-8", "surrogateescape"), digest_size=20).hexdigest()
+            self._files.append((str(root), list(zip(view, view_keys))))
+        self.key = self._digest(lambda path, key: _text(key))
         self.slot = _PREFIX + os.path.abspath(paths[0] if paths else ".")
+        self._by_facts: Optional[str] = None  # ``_facts_key``, once computed
+
+    def _digest(self, name: Callable[[str, Union[str, FileError]], Optional[str]], *tag: str) -> Optional[str]:
+        """The run's key with each file named by ``name(path, key)``; None if a name is None."""
+        parts = [*tag, *self._options]
+        for root, files in self._files:
+            names = [(path, name(path, key)) for path, key in files]
+            if any(named is None for _, named in names):
+                return None
+            parts.append((root, names))
+        return hashlib.blake2b(repr(parts).encode("utf-8", "surrogateescape"), digest_size=20).hexdigest()
+
+    def _facts_key(self) -> Optional[str]:
+        """The run's key with each file named by its facts (``FactsStore.facts_digest``) instead of
+        its bytes: an edit the analysis cannot see (a comment, a reworded docstring) keeps it."""
+        if self._by_facts is None:
+            store = self.session.store
+            self._by_facts = self._digest(
+                lambda path, key: store.facts_digest(path, key) if isinstance(key, str) else _text(key), "facts")
+        return self._by_facts
 
     def found(self) -> Optional[Stored]:
-        """The stored findings of this run, if every file it looked at is as it was."""
+        """The stored findings of this run, if every file it looked at is as it was; else those of
+        a run whose files' facts are all as now, once the few files not parsed yet are (``AT_MOST_PARSED``)."""
         cache = self.session.store.cache
-        text = cache.get(self.key) if cache is not None else None
-        if text is None:
+        if cache is None:
             return None
+        text = cache.get(self.key)
+        stored = self._read(text) if text is not None else None
+        if stored is not None:
+            return stored
+        store = self.session.store
+        unparsed = [path for path, key in self.keys.items() if store.facts_digest(path, key) is None]
+        if len(unparsed) > AT_MOST_PARSED:
+            return None
+        if unparsed:
+            store.facts_many(unparsed, jobs=self.session.run.jobs)
+        facts_key = self._facts_key()
+        pointer = cache.get(_FACTS_PREFIX + facts_key) if facts_key is not None else None
+        text = cache.get(pointer) if pointer is not None else None
+        stored = self._read(text) if text is not None else None
+        if stored is not None and self._unmoved():  # the next run with these files takes the short way
+            cache.put(self.key, text, self.slot)  # type: ignore[arg-type]
+        return stored
+
+    def _read(self, text: str) -> Optional[Stored]:
         try:
             stored = json.loads(text)
             if stored["format"] != FORMAT or not all(self._unchanged(probe) for probe in stored["probed"]):
@@ -103,11 +153,17 @@ class Lookup:
         except (ValueError, TypeError, KeyError):  # a value we cannot read: run again
             return None
 
+    def _unmoved(self) -> bool:
+        """Are the files as this run's key says (none changed while the run read it)?"""
+        keys = self.session.store.keys
+        return all(keys.get((path, True), key) == key for path, key in self.keys.items())
+
     def store(self, result: Result) -> None:
-        """Keep ``result`` for the next identical run, unless a file changed while this one read it."""
+        """Keep ``result`` for the next identical run, unless a file changed while this one read it;
+        named by the files' facts too (``_facts_key``)."""
         session = self.session
         cache, keys = session.store.cache, session.store.keys
-        if cache is None or any(keys.get((path, True), key) != key for path, key in self.keys.items()):
+        if cache is None or not self._unmoved():
             return
         if session.store.failed:  # a timeout or a memory limit is not what the files say: never replayed
             return
@@ -118,6 +174,9 @@ class Lookup:
                  "resolved": list(result.resolved), "installed": result.installed_read,
                  "coverage": list(result.coverage) if result.coverage is not None else None}
         cache.put(self.key, json.dumps(value), self.slot)
+        facts_key = self._facts_key()
+        if facts_key is not None:
+            cache.put(_FACTS_PREFIX + facts_key, self.key, _FACTS_PREFIX + self.slot[len(_PREFIX):])
 
     @staticmethod
     def _recorded(probe: tuple, keys: dict[tuple[str, bool], str]) -> list[object]:

@@ -453,6 +453,8 @@ class FactsStore:
         # limits' verdict, never the file's, so neither their facts nor a run's findings are stored
         self.failed: set[str] = set()
         self._stamps: Optional[Stamps] = None  # read from the cache when the first file is
+        self._texts: dict[str, str] = {}  # cached rows read by ``facts_digest``, until decoded
+        self._facts_digests: dict[str, str] = {}  # content key -> ``facts_digest``
 
     def facts(self, path: str, locate: bool = True, data: Optional[bytes] = None,
               module: Optional[tuple[str, bool]] = None) -> Outcome:
@@ -574,6 +576,26 @@ class FactsStore:
         """The digest of a file's bytes, by its stamp when it is kept (``stamps``); raises ``OSError``."""
         return self._content(path, bytes_needed=False)[1]
 
+    def facts_digest(self, path: str, key: str) -> Optional[str]:
+        """A digest of what the analysis reads of the file at ``path`` whose content key is ``key``
+        (``read_keys``): its facts, with evidence lines, as cached. Equal for two versions whose facts
+        are (a comment added at the end, a docstring reworded); None if the cache holds no facts for it."""
+        if self.cache is None:
+            return None
+        if key in self._facts_digests:
+            return self._facts_digests[key]
+        text = self._texts.get(key)
+        if text is None:
+            text = self.cache.get(key)
+            if text is None:
+                return None
+            self._texts[key] = text
+        name, is_package = module_name_for(Path(path), self.packages, self.directories)[:2]
+        found = self._facts_digests[key] = hashlib.blake2b(b"\0".join(
+            [_SCHEMA.encode(), name.encode("utf-8", "surrogateescape"), b"pkg" if is_package else b"mod",
+             b"%d.%d" % self.target, text.encode("utf-8", "surrogateescape")]), digest_size=20).hexdigest()
+        return found
+
     def close(self) -> None:
         """Release the cache file (the last connection to close folds the WAL into it). The
         parser processes are the process's (``workers.shared``)."""
@@ -584,7 +606,7 @@ class FactsStore:
             self.cache.close()
 
     def _cached(self, key: str, path: str) -> Optional[Outcome]:
-        text = self.cache.get(key) if self.cache is not None else None
+        text = self._texts.pop(key, None) or (self.cache.get(key) if self.cache is not None else None)
         if text is None:
             return None
         if text.startswith(_ERROR):

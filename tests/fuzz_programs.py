@@ -27,7 +27,8 @@ Programs (``programs()``) come from four sources:
 
 Properties (``check_program``), each a named failure so the benchmark can count them:
 the analyzer never raises and reports an error only for files Python cannot parse (or that only
-LibCST rejects, counted apart); a warm facts cache gives the findings of a cold one; for both fix
+LibCST rejects, counted apart); a warm facts cache gives the findings of a cold one, and so do
+findings reused after a random edit of one file (``results``); for both fix
 styles, ``plan`` + ``write`` raise nothing and report no error, and the fixed files parse (LibCST)
 and compile (CPython), differ from the originals only by allowed inserted lines (decorators above
 the reported ``def`` with its indentation, registrations after a set-up with its indentation,
@@ -1240,7 +1241,42 @@ def _check_analysis(outcome: Outcome, paths: list[str], directory: Path) -> bool
     outcome.findings.update(d.code for d in cold.diagnostics)
     if sorted(cold.diagnostics) != sorted(warm.diagnostics) or sorted(cold.errors) != sorted(warm.errors):
         outcome.fail("cache-differs", f"cold {len(cold.diagnostics)} findings, warm {len(warm.diagnostics)}")
+    _check_reuse(outcome, paths, directory, cache)
     return True
+
+
+#: Edits ``_check_reuse`` makes at a random line: a comment, a blank line, a statement; b"": the line deleted.
+_EDITS = (b"# a comment\n", b"\n", b"    pass\n", b"")
+
+
+def _check_reuse(outcome: Outcome, paths: list[str], directory: Path, cache: Path) -> None:
+    """After a random edit of one file (a copy of the program), a run that may reuse stored findings
+    (``results``: by the files' contents, or by their facts) finds what a cold cache finds."""
+    from lint_rules.engine import analyse
+
+    if not paths:
+        return
+    edited_dir = directory.parent / "edited"
+    shutil.copytree(directory, edited_dir)
+    edited = [str(edited_dir / os.path.relpath(path, directory)) for path in paths]
+    analyse(edited, _run(edited_dir, cache), reuse=True)  # stores this run's findings
+    rng = random.Random(outcome.program.dump())
+    target = Path(rng.choice(edited))
+    lines = target.read_bytes().splitlines(keepends=True)
+    edit = rng.choice(_EDITS)  # a comment: at the end half the time (the facts stay: the findings are reused)
+    at = len(lines) if edit == _EDITS[0] and rng.random() < 0.5 else rng.randrange(len(lines) + 1)
+    if edit and at == len(lines) and lines and not lines[-1].endswith((b"\n", b"\r")):
+        edit = b"\n" + edit  # after the last line, not on it
+    if edit:
+        lines.insert(at, edit)
+    elif at < len(lines):
+        del lines[at]
+    target.write_bytes(b"".join(lines))
+    reused = analyse(edited, _run(edited_dir, cache), reuse=True)
+    fresh = analyse(edited, _run(edited_dir, _cold_cache(directory.parent / "edited-cache")))
+    if sorted(reused.diagnostics) != sorted(fresh.diagnostics) or sorted(reused.errors) != sorted(fresh.errors):
+        outcome.fail("reuse-differs", f"after {edit!r} at line {at + 1} of {target.name}: {len(fresh.diagnostics)} "
+                                      f"findings, reused {len(reused.diagnostics)} (reused: {reused.reused})")
 
 
 def _round_trip_note(path: str) -> str:

@@ -125,6 +125,51 @@ def test_an_edited_checked_file_is_analysed_again(project: Path) -> None:
     assert fresh(project, ".").code == 0
 
 
+def test_an_edit_the_analysis_cannot_see_reuses_the_findings(project: Path) -> None:
+    """Findings depend on a file through its facts: a comment added at the end of a checked file or
+    of a file of the view, a reworded docstring, leave them as they were (only the edited file is
+    parsed, ``results.Lookup.found``); a comment that is a fact (``noqa``) does not."""
+    first = fresh(project, ".")
+    (project / "model.py").write_text(MODEL + "# a note at the end\n")
+    assert reused(project, ".").out == first.out
+    (project / "train.py").write_text((project / "train.py").read_text() + "# another\n")
+    assert reused(project, ".").out == first.out
+    (project / "model.py").write_text(MODEL.replace("        return self(x)",
+                                                    '        """Calls the model."""\n        return self(x)')
+                                      + "# a note at the end\n")
+    assert not lint(project, ".").reused  # a docstring added moves the lines below it: other facts
+    (project / "model.py").write_text(MODEL.replace("        return self(x)",
+                                                    '        """Calls the net."""\n        return self(x)')
+                                      + "# a note at the end\n")
+    assert reused(project, ".").out != first.out  # the same facts as the run before, not the first one
+    (project / "model.py").write_text(MODEL.replace("def generate(self, x):", "def generate(self, x):  # noqa: FWD001"))
+    assert fresh(project, ".").code == 0
+
+
+def test_a_run_found_by_its_facts_is_kept_under_its_files_too(project: Path) -> None:
+    """After findings are reused for an unseen edit, the next run with the same files finds them by
+    its key, without parsing or reading any file's facts."""
+    paths = [str(project / "model.py"), str(project / "train.py")]
+
+    def run() -> tuple[bool, bool]:  # (stored under the run's key, found)
+        session = Session(Run(), paths[0])
+        try:
+            lookup = results.Lookup(session, paths)
+            assert session.store.cache is not None
+            by_key = session.store.cache.get(lookup.key) is not None
+            found = lookup.found()
+            if found is None:
+                lookup.store(_analyse(session, paths))
+            return by_key, found is not None
+        finally:
+            session.store.close()
+
+    assert run() == (False, False)
+    (project / "model.py").write_text(MODEL + "# a note at the end\n")
+    assert run() == (False, True)
+    assert run() == (True, True)
+
+
 def test_a_registration_added_to_a_file_of_the_view_is_seen(project: Path) -> None:
     assert fresh(project, "model.py").code == 1  # train.py is only in the view
     (project / "train.py").write_text(MARK)
@@ -186,8 +231,8 @@ def test_a_file_changed_while_the_run_read_it_is_not_stored(project: Path) -> No
     session = Session(Run(), paths[0])
     try:
         lookup = results.Lookup(session, paths)
+        (project / "train.py").write_text(MARK)  # after the key was computed, before any file was read
         assert lookup.found() is None
-        (project / "train.py").write_text(MARK)  # after the key was computed, before the analysis read it
         lookup.store(_analyse(session, paths))
         assert session.store.cache is not None and session.store.cache.get(lookup.key) is None
     finally:
