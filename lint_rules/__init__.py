@@ -12,6 +12,11 @@ import os
 import sys
 
 __version__ = "0.1.0"
+#: The cyclic garbage collector's thresholds while fwdlint analyses (``engine.analyse``) and in its parser
+#: processes: a collection every 200,000 allocations instead of 700, as mypy does. The analysis builds
+#: millions of small objects that reference counting frees (facts, syntax trees), and each collection
+#: walked them all: decoding transformers' cached facts took 2.8 s with the defaults, 1.1 s with these.
+GC_THRESHOLDS = (200_000, 30, 30)
 
 
 def _run_by_module_option(argv: list[str], orig_argv: "list[str] | None") -> bool:

@@ -8,13 +8,14 @@ project root, read through the facts store, plus the files the run was given.
 
 from __future__ import annotations
 
+import gc
 import os
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Iterable, Optional, Sequence
 
-from lint_rules import environment
+from lint_rules import GC_THRESHOLDS, environment
 from lint_rules.diagnostics import Diagnostic, FileError, shown
 from lint_rules.discover import matches, normalize_pattern, real_path
 from lint_rules.layout import VIEW_LIMIT, find_root, module_name_for, view_files
@@ -227,8 +228,9 @@ def analyse(paths: Iterable[str], run: Run = Run(), reuse: bool = False) -> Resu
     cache if nothing they depend on changed (``results``)."""
     paths = list(dict.fromkeys(paths))
     session = Session(run, paths[0] if paths else None)
-    limit = sys.getrecursionlimit()
+    limit, thresholds = sys.getrecursionlimit(), gc.get_threshold()
     sys.setrecursionlimit(max(limit, RECURSION_LIMIT))
+    gc.set_threshold(*GC_THRESHOLDS)
     try:
         if not reuse or session.store.cache is None:
             return _analyse(session, paths)
@@ -244,6 +246,7 @@ def analyse(paths: Iterable[str], run: Run = Run(), reuse: bool = False) -> Resu
         return result
     finally:
         sys.setrecursionlimit(limit)
+        gc.set_threshold(*thresholds)
         session.store.close()
 
 

@@ -55,10 +55,11 @@ class SetUp:
 class ClassRef:
     file: FileFacts
     cls: ClassFacts
+    # (path, qualname): what the index's tables are keyed by, asked millions of times on a large tree
+    key: tuple[str, str] = field(init=False, repr=False, compare=False)
 
-    @property
-    def key(self) -> tuple[str, str]:
-        return (self.file.path, self.cls.qualname)
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "key", (self.file.path, self.cls.qualname))
 
 
 Loader = Callable[[Path, str, bool], Optional[FileFacts]]
@@ -93,6 +94,8 @@ class ProjectIndex:
     _module_cache: dict[tuple[str, str], bool] = field(default_factory=dict)
     _mro_cache: dict[tuple[str, str], list[ClassRef]] = field(default_factory=dict)
     _subclasses: Optional[dict[str, list[ClassRef]]] = None  # last name of a base -> classes
+    # class key -> (files read, ``subclasses``): the answer holds until another file is read
+    _subclasses_of: dict[tuple[str, str], tuple[int, tuple[ClassRef, ...]]] = field(default_factory=dict)
     _siblings_read: set[str] = field(default_factory=set)
     _versions: dict[str, Optional[str]] = field(default_factory=dict)
     _present: dict[str, bool] = field(default_factory=dict)  # top-level name -> installed (``package_present``)
@@ -129,6 +132,7 @@ class ProjectIndex:
             else:
                 self.marked_names.add(mark.name)
         self._subclasses = None
+        self._subclasses_of.clear()
         self._callers = None
         self.method_owners = None
         self._sites = None
@@ -421,6 +425,9 @@ class ProjectIndex:
         be subclasses get their bases resolved (resolving may read other files)."""
         if siblings:
             self._read_siblings(ref.file)
+        known = self._subclasses_of.get(ref.key)
+        if known is not None and known[0] == len(self.modules):
+            return list(known[1])
         if self._subclasses is None:
             self._subclasses = {}
             for facts in {id(f): f for f in [*self.files.values(), *self.modules.values()] if f}.values():
@@ -428,6 +435,7 @@ class ProjectIndex:
         found: list[ClassRef] = []
         seen = {ref.key}
         frontier = [ref]
+        reads = len(self.modules)
         while frontier:
             target = frontier.pop()
             for candidate in self._subclasses.get(target.cls.qualname.rpartition(".")[2], ()):
@@ -437,6 +445,8 @@ class ProjectIndex:
                     seen.add(candidate.key)
                     found.append(candidate)
                     frontier.append(candidate)
+        if reads == len(self.modules):  # a file read meanwhile may hold candidates already passed over
+            self._subclasses_of[ref.key] = (reads, tuple(found))
         return found
 
     def _index_bases(self, facts: FileFacts) -> None:

@@ -27,6 +27,7 @@ than its CPUs, at least 2 GiB; 0: no limit).
 
 from __future__ import annotations
 
+import gc
 import os
 import pickle
 import queue
@@ -39,6 +40,8 @@ import tempfile
 import threading
 from dataclasses import dataclass
 from typing import IO, Any, Callable, Optional, Sequence
+
+from lint_rules import GC_THRESHOLDS
 
 #: Nesting is followed recursively (LibCST's visitors, the collectors, the fixers): on a
 #: ``STACK_BYTES`` stack, 400,000 levels of an ``and`` chain were measured to fit, so this limit
@@ -427,6 +430,7 @@ def serve(parent: int, memory: int, preload: Sequence[str]) -> None:
 
     for name in preload:
         importlib.import_module(name)
+    gc.set_threshold(*GC_THRESHOLDS)
     if memory:
         import resource
 
