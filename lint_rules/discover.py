@@ -115,7 +115,7 @@ def python_files(paths: Sequence[str], exclude: Sequence[str] = (),
             if first_time(given):
                 yield given  # explicit files are read even if default rules would skip them
             continue
-        for root, dirs, files in _walk(given, unreadable):
+        for root, real, dirs, files in _walk(given, unreadable):
             dirs[:] = sorted(
                 d for d in dirs
                 if not matches(os.path.join(root, d), skipped)
@@ -131,9 +131,6 @@ def python_files(paths: Sequence[str], exclude: Sequence[str] = (),
                     if _is_regular(full) and first_time(full):
                         yield os.path.normpath(full)
                 elif entry.is_file(follow_symlinks=False):  # the listing's file type: no stat, no lstat
-                    real = directories.get(root)
-                    if real is None:
-                        real = directories[root] = os.path.realpath(root or os.curdir)
                     key = os.path.join(real, name)  # as real_path, which finds no link
                     if key not in seen:
                         seen.add(key)
@@ -141,13 +138,15 @@ def python_files(paths: Sequence[str], exclude: Sequence[str] = (),
 
 
 def _walk(top: str, onerror: Callable[[OSError], None]
-          ) -> Iterator[tuple[str, list[str], dict[str, os.DirEntry[str]]]]:
-    """``os.walk(top, onerror=onerror)`` (top-down, links to directories not followed), the files
-    given as their ``os.DirEntry`` by name: their type comes with the listing, so a walk of 2,500
-    files does not stat each of them again. ``dirs`` may be changed in place, as ``os.walk``'s."""
-    stack = [top]
+          ) -> Iterator[tuple[str, str, list[str], dict[str, os.DirEntry[str]]]]:
+    """``os.walk(top, onerror=onerror)`` (top-down, links to directories not followed), each
+    directory with its real path, the files given as their ``os.DirEntry`` by name: their type
+    comes with the listing, so a walk of 2,500 files does not stat each of them again, and a
+    directory's real path is its parent's and its name (no link is walked into) instead of a
+    ``realpath`` per level. ``dirs`` may be changed in place, as ``os.walk``'s."""
+    stack = [(top, os.path.realpath(top or os.curdir))]
     while stack:
-        directory = stack.pop()
+        directory, real = stack.pop()
         dirs: list[str] = []
         links: set[str] = set()
         files: dict[str, os.DirEntry[str]] = {}
@@ -167,8 +166,8 @@ def _walk(top: str, onerror: Callable[[OSError], None]
         except OSError as error:
             onerror(error)
             continue
-        yield directory, dirs, files
-        stack.extend(os.path.join(directory, d) for d in reversed(dirs) if d not in links)
+        yield directory, real, dirs, files
+        stack.extend((os.path.join(directory, d), os.path.join(real, d)) for d in reversed(dirs) if d not in links)
 
 
 def _is_regular(path: str) -> bool:

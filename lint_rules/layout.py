@@ -21,7 +21,7 @@ from lint_rules.discover import python_files, real_path
 MARKERS = ("pyproject.toml", "setup.cfg", "setup.py", ".git")
 
 
-def module_name_for(path: Path, packages: Optional[dict[str, tuple[tuple[str, ...], Path]]] = None,
+def module_name_for(path: "Path | str", packages: Optional[dict[str, tuple[tuple[str, ...], Path]]] = None,
                     directories: Optional[dict[str, str]] = None) -> tuple[str, bool, Path]:
     """Dotted module name of ``path`` (walking up ``__init__.py`` packages), whether it is a
     package's ``__init__``, and the directory the top package lives in. ``packages``: the
@@ -29,7 +29,7 @@ def module_name_for(path: Path, packages: Optional[dict[str, tuple[tuple[str, ..
     kept by the caller for one run (the files of a directory share the walk; a process-wide memo
     would miss an ``__init__.py`` created between runs)."""
     # strings, not Paths: this runs for every file of every run, warm ones included
-    real = real_path(str(path), directories) if directories is not None else str(path.resolve())
+    real = real_path(str(path), directories) if directories is not None else str(Path(path).resolve())
     directory, name = os.path.split(real)
     is_package = name == "__init__.py"
     parts, top = _package_of(directory, {} if packages is None else packages)
@@ -59,8 +59,10 @@ def modules_in(directory: Path) -> list[Path]:
     return sorted(directory.glob("*.py")) if directory.is_dir() else []
 
 
-def is_project_root(directory: Path) -> bool:
-    return any(os.path.exists(directory / marker) for marker in MARKERS)
+def is_project_root(directory: "Path | str") -> bool:
+    # strings, not Paths: the project walk asks for every directory it enters
+    directory = str(directory)
+    return any(os.path.exists(os.path.join(directory, marker)) for marker in MARKERS)
 
 
 def find_root(path: Path, known: Optional[dict[Path, Optional[Path]]] = None) -> Optional[Path]:
@@ -90,7 +92,7 @@ def find_root(path: Path, known: Optional[dict[Path, Optional[Path]]] = None) ->
 
 def project_files(root: Path, exclude: Sequence[str] = ()) -> Iterator[str]:
     """Every Python file of the project at ``root`` (absolute paths), nested projects left out."""
-    yield from python_files([str(root)], exclude, skip_dir=lambda d: is_project_root(Path(d)))
+    yield from python_files([str(root)], exclude, skip_dir=is_project_root)
 
 
 #: The most files a project view reads. The largest packages swept (transformers: 2,860 files,

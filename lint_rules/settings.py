@@ -32,7 +32,6 @@ directories up 1.0 ms; walking to the root and finding nothing 0.2 ms.
 
 from __future__ import annotations
 
-import configparser
 import os
 import re
 import sys
@@ -45,6 +44,8 @@ from lint_rules.discover import normalize_pattern, normalize_patterns, shorter_p
 from lint_rules.rules import CODES
 
 if TYPE_CHECKING:
+    import configparser
+
     from lint_rules.run_record import Entry
 
 CONFIG_FILES = ("pyproject.toml", "setup.cfg", "tox.ini", ".flake8")
@@ -306,6 +307,8 @@ def _read_toml(path: Path, text: str) -> Optional[ConfigFile]:
 
 
 def _read_ini(path: Path, text: str) -> Optional[ConfigFile]:
+    import configparser  # here: a run with no INI file to read does without it (its import is ~3 ms)
+
     # No DEFAULT section: its keys would be copied into [fwdlint] and reported as unknown there.
     parser = configparser.RawConfigParser(default_section="\0")
     try:
@@ -326,6 +329,7 @@ def _read_ini(path: Path, text: str) -> Optional[ConfigFile]:
 
 def _ini_error(exc: configparser.Error, lines: list[str]) -> str:
     """configparser's messages span lines; one line saying where."""
+    import configparser
     if isinstance(exc, configparser.MissingSectionHeaderError):
         return f"invalid INI syntax at line {exc.lineno}: no [section] header above it"
     if isinstance(exc, configparser.ParsingError) and exc.errors:

@@ -548,7 +548,7 @@ class FactsStore:
         except OSError as error:
             return FileError(path, one_line(error))
         name, is_package = (module if module is not None
-                            else module_name_for(Path(path), self.packages, self.directories)[:2])
+                            else module_name_for(path, self.packages, self.directories)[:2])
         key = hashlib.blake2b(b"\0".join([_SCHEMA.encode(), name.encode("utf-8", "surrogateescape"),
                                           b"pkg" if is_package else b"mod", b"loc" if locate else b"",
                                           b"%d.%d" % self.target, hashed]), digest_size=20).hexdigest()
