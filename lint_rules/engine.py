@@ -8,14 +8,13 @@ project root, read through the facts store, plus the files the run was given.
 
 from __future__ import annotations
 
-import gc
 import os
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Iterable, Optional, Sequence
 
-from lint_rules import GC_THRESHOLDS, environment
+from lint_rules import environment, few_collections
 from lint_rules.diagnostics import Diagnostic, FileError, shown
 from lint_rules.discover import matches, normalize_pattern, real_path
 from lint_rules.layout import VIEW_LIMIT, find_root, module_name_for, view_files
@@ -228,25 +227,24 @@ def analyse(paths: Iterable[str], run: Run = Run(), reuse: bool = False) -> Resu
     cache if nothing they depend on changed (``results``)."""
     paths = list(dict.fromkeys(paths))
     session = Session(run, paths[0] if paths else None)
-    limit, thresholds = sys.getrecursionlimit(), gc.get_threshold()
+    limit = sys.getrecursionlimit()
     sys.setrecursionlimit(max(limit, RECURSION_LIMIT))
-    gc.set_threshold(*GC_THRESHOLDS)
     try:
-        if not reuse or session.store.cache is None:
-            return _analyse(session, paths)
-        from lint_rules.results import Lookup
+        with few_collections():
+            if not reuse or session.store.cache is None:
+                return _analyse(session, paths)
+            from lint_rules.results import Lookup
 
-        lookup = Lookup(session, paths)
-        stored = lookup.found()
-        if stored is not None and (stored.coverage is not None or not run.coverage):
-            return Result(diagnostics=stored.diagnostics, errors=stored.errors, resolved=stored.resolved,
-                          installed_read=stored.installed, reused=True, coverage=stored.coverage)
-        result = _analyse(session, paths)
-        lookup.store(result)
-        return result
+            lookup = Lookup(session, paths)
+            stored = lookup.found()
+            if stored is not None and (stored.coverage is not None or not run.coverage):
+                return Result(diagnostics=stored.diagnostics, errors=stored.errors, resolved=stored.resolved,
+                              installed_read=stored.installed, reused=True, coverage=stored.coverage)
+            result = _analyse(session, paths)
+            lookup.store(result)
+            return result
     finally:
         sys.setrecursionlimit(limit)
-        gc.set_threshold(*thresholds)
         session.store.close()
 
 

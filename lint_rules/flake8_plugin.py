@@ -30,7 +30,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Iterator, Optional, Sequence
 
-from lint_rules import GC_THRESHOLDS, __version__, contract
+from lint_rules import __version__, contract, few_collections
 from lint_rules.rules import CODES
 
 if TYPE_CHECKING:
@@ -216,14 +216,8 @@ class Plugin:
             exclude=tuple(exclude), environment=env, start=_start(options))
 
     def run(self) -> Iterator[tuple[int, int, str, type]]:
-        import gc
-
-        thresholds = gc.get_threshold()
-        gc.set_threshold(*GC_THRESHOLDS)  # as ``engine.analyse`` does, for fwdlint's own work only
-        try:
+        with few_collections():  # for fwdlint's own work only, not flake8's checks after it
             found = list(self._findings())
-        finally:
-            gc.set_threshold(*thresholds)
         yield from found
 
     def _findings(self) -> Iterator[tuple[int, int, str, type]]:

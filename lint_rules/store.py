@@ -590,7 +590,7 @@ class FactsStore:
             if text is None:
                 return None
             self._texts[key] = text
-        name, is_package = module_name_for(Path(path), self.packages, self.directories)[:2]
+        name, is_package = module_name_for(path, self.packages, self.directories)[:2]
         found = self._facts_digests[key] = hashlib.blake2b(b"\0".join(
             [_SCHEMA.encode(), name.encode("utf-8", "surrogateescape"), b"pkg" if is_package else b"mod",
              b"%d.%d" % self.target, text.encode("utf-8", "surrogateescape")]), digest_size=20).hexdigest()
