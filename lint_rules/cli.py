@@ -263,13 +263,12 @@ def _stdin_path(args: argparse.Namespace) -> Optional[str] | int:
 
 def _read_stdin(path: str, run: Run) -> Run:
     """Standard input stands for ``path`` from now on (``source.OVERLAY``); one process reads it."""
-    import dataclasses
     import os
 
     from lint_rules.source import OVERLAY
 
     OVERLAY[os.path.realpath(path)] = sys.stdin.buffer.read()
-    return dataclasses.replace(run, jobs=1)
+    return run._replace(jobs=1)
 
 
 def _fix_stdin(args: argparse.Namespace, path: str, options: Run) -> int:

@@ -1,15 +1,15 @@
 """What rules produce and front ends print."""
 
-from __future__ import annotations
 
 import os
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Optional
+from typing import NamedTuple, Optional
+
+# The records a warm run builds (these, ``settings``' and ``engine``'s) are NamedTuples, not dataclasses:
+# importing dataclasses (and inspect) and generating their methods was a fifth of a warm run (issue 37).
 
 
-@dataclass(frozen=True, order=True)
-class Step:
+class Step(NamedTuple):
     """One step of a finding's evidence (``generate -> _decode -> self.decoder(...) at line 88`` is
     three), or a place it names (a set-up site): what happens there, and where. Built where the
     chain is built, so reports never re-read the message. ``line`` 0: not located (files read
@@ -29,8 +29,7 @@ class Step:
 Chain = list[Step]
 
 
-@dataclass(frozen=True, order=True)
-class Diagnostic:
+class Diagnostic(NamedTuple):
     path: str
     line: int  # 1-based
     col: int  # 0-based (flake8's convention); the CLI prints col + 1
@@ -43,8 +42,7 @@ class Diagnostic:
     related: tuple[Step, ...] = ()  # places the message names besides (set-up sites: SARIF relatedLocations)
 
 
-@dataclass(frozen=True, order=True)
-class FileError:
+class FileError(NamedTuple):
     """A file that could not be read or parsed: reported in one line, the run goes on."""
 
     path: str

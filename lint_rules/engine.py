@@ -6,15 +6,14 @@ of its own project (``layout``): the classes and registrations of every Python f
 project root, read through the facts store, plus the files the run was given.
 """
 
-from __future__ import annotations
 
 import os
 import sys
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable, Iterable, Optional, Sequence
+from typing import TYPE_CHECKING, Callable, Iterable, NamedTuple, Optional, Sequence
 
 from lint_rules import environment, few_collections
+from lint_rules.environment import Environment
 from lint_rules.diagnostics import Diagnostic, FileError, shown
 from lint_rules.discover import matches, normalize_pattern, real_path
 from lint_rules.layout import VIEW_LIMIT, find_root, module_name_for, view_files
@@ -30,8 +29,7 @@ if TYPE_CHECKING:  # the analysis imports them (``_analyse``): findings reused n
 AUTO_JOBS = 0  # workers.AUTO (not imported: a warm run never needs the workers)
 
 
-@dataclass(frozen=True)
-class Run:
+class Run(NamedTuple):
     """What a run was asked for (besides its paths)."""
 
     config: Config = Config()
@@ -45,7 +43,7 @@ class Run:
     # (pattern, codes): codes also ignored in files the pattern names (``discover.matches``)
     per_file_ignores: tuple[tuple[str, tuple[str, ...]], ...] = ()
     # Where installed packages are read from (``environment``); None: the default interpreter's.
-    environment: Optional[environment.Environment] = None
+    environment: Optional[Environment] = None
     # The directory holding every checked path (``settings.start_directory``): files in no project are
     # cached under it. None: the first path's (its directory).
     start: Optional[Path] = None
@@ -56,30 +54,34 @@ class Run:
     coverage: bool = False
 
 
-@dataclass
 class Result:
-    diagnostics: list[Diagnostic] = field(default_factory=list)
-    errors: list[FileError] = field(default_factory=list)
-    views: dict[Optional[Path], ProjectIndex] = field(default_factory=dict)  # by project root
-    files_read: int = 0
-    files_parsed: int = 0
-    resolved: tuple[str, ...] = ()  # files read only to resolve names
-    installed_read: int = 0  # ... of them, installed packages of the environment
-    reused: bool = False  # the findings of an identical earlier run (``results``): nothing was analysed
-    # (module classes checked completely, those whose verdicts depend on a name not read: FWD005)
-    coverage: Optional[tuple[int, int]] = None
+    """What a run found, and what it read to find it."""
+
+    def __init__(self, diagnostics: Optional[list[Diagnostic]] = None, errors: Optional[list[FileError]] = None,
+                 resolved: tuple[str, ...] = (), installed_read: int = 0, reused: bool = False,
+                 coverage: Optional[tuple[int, int]] = None) -> None:
+        self.diagnostics: list[Diagnostic] = diagnostics if diagnostics is not None else []
+        self.errors: list[FileError] = errors if errors is not None else []
+        self.views: dict[Optional[Path], ProjectIndex] = {}  # by project root
+        self.files_read = 0
+        self.files_parsed = 0
+        self.resolved = resolved  # files read only to resolve names
+        self.installed_read = installed_read  # ... of them, installed packages of the environment
+        self.reused = reused  # the findings of an identical earlier run (``results``): nothing was analysed
+        # (module classes checked completely, those whose verdicts depend on a name not read: FWD005)
+        self.coverage = coverage
 
     @property
     def resolved_read(self) -> int:
         return len(self.resolved)
 
-    def view_for(self, path: str) -> Optional[ProjectIndex]:
+    def view_for(self, path: str) -> Optional["ProjectIndex"]:
         for view in self.views.values():
             if path in view.files:
                 return view
         return None
 
-    def facts_for(self, path: str) -> Optional[FileFacts]:
+    def facts_for(self, path: str) -> Optional["FileFacts"]:
         """The facts of an analysed file (through the view that holds it)."""
         view = self.view_for(path)
         return view.files[path] if view is not None else None
@@ -113,12 +115,12 @@ class Session:
         return start.resolve() / CACHE_DIR_NAME
 
     @property
-    def environment(self) -> environment.Environment:
+    def environment(self) -> Environment:
         if self._environment is None:
             try:
                 self._environment = environment.find(project=self._first_root)  # the project's .venv counts
             except environment.NoInterpreter:  # the default never raises; be safe anyway
-                self._environment = environment.Environment(sys.executable)
+                self._environment = Environment(sys.executable)
         return self._environment
 
     def root_for(self, path: str) -> Optional[Path]:
@@ -144,7 +146,7 @@ class Session:
             groups.setdefault(self.root_for(path), []).append(path)
         return groups
 
-    def view(self, root: Optional[Path], given: Iterable[str] = ()) -> ProjectIndex:
+    def view(self, root: Optional[Path], given: Iterable[str] = ()) -> "ProjectIndex":
         """The project view of ``root``: every project file not among ``given`` (``layout.view_files``:
         at most ``VIEW_LIMIT``, the nearest to ``given``)."""
         from lint_rules.facts.model import FileFacts
@@ -178,7 +180,7 @@ class Session:
                 paths.extend(p for p in files if p not in skip)
         return paths
 
-    def _load(self, path: Path, module: str, is_package: bool) -> Optional[FileFacts]:
+    def _load(self, path: Path, module: str, is_package: bool) -> Optional["FileFacts"]:
         from lint_rules.facts.model import FileFacts
 
         self.resolved.add(str(path))
@@ -187,7 +189,7 @@ class Session:
         outcome = self.store.facts(str(path), locate=False, module=(module, is_package))
         return outcome if isinstance(outcome, FileFacts) else None
 
-    def check(self, view: ProjectIndex, facts: FileFacts, honour_noqa: bool = True) -> list[Diagnostic]:
+    def check(self, view: "ProjectIndex", facts: "FileFacts", honour_noqa: bool = True) -> list[Diagnostic]:
         return check_file(view, facts, self.run.select, self.ignore_for(facts.path), honour_noqa)
 
     def ignore_for(self, path: str) -> tuple[str, ...]:
@@ -196,7 +198,7 @@ class Session:
         return (*self.run.ignore, *extra)
 
 
-def check_file(index: ProjectIndex, facts: FileFacts, select: Sequence[str], ignore: Sequence[str],
+def check_file(index: "ProjectIndex", facts: "FileFacts", select: Sequence[str], ignore: Sequence[str],
                honour_noqa: bool = True) -> list[Diagnostic]:
     from lint_rules.noqa import is_suppressed
     from lint_rules.rules import selected
@@ -285,7 +287,7 @@ def _analyse(session: Session, paths: list[str]) -> Result:
     return result
 
 
-def _coverage(view: ProjectIndex, facts: FileFacts) -> tuple[int, int]:
+def _coverage(view: "ProjectIndex", facts: "FileFacts") -> tuple[int, int]:
     """(module classes of ``facts`` checked completely, those left partly unchecked)."""
     from lint_rules.project import ClassRef
     from lint_rules.rules.fwd005_unresolved_name import partly_unchecked

@@ -28,17 +28,14 @@ methods used on it, the documented method-name list), so findings may be missed,
 from a missing package.
 """
 
-from __future__ import annotations
 
-import ast
 import json
 import os
 import re
 import sys
 import sysconfig
-from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Mapping, Optional, Sequence
+from typing import TYPE_CHECKING, Mapping, NamedTuple, Optional, Sequence
 
 if TYPE_CHECKING:  # imported where an interpreter is found or asked: a run that names none never does
     import subprocess
@@ -59,16 +56,15 @@ class NoInterpreter(Exception):
     """``--python`` names nothing fwdlint can use (one line, for the user)."""
 
 
-@dataclass(frozen=True)
-class Environment:
+class Environment(NamedTuple):
     python: str  # the interpreter or prefix, as given or found
-    roots: tuple[Path, ...] = field(default=())  # import path entries that hold packages
+    roots: tuple[Path, ...] = ()  # import path entries that hold packages
     kind: str = "interpreter"  # venv, conda, prefix (read from files) or interpreter (its sys.path)
     prefix: Optional[Path] = None  # the prefix read (venv, conda), as found: symlinks kept
     source: str = ""  # where it was found: "--python", "$VIRTUAL_ENV", "the project's .venv", ...
     version: Optional[tuple[int, int]] = None  # the target Python (major, minor), when known
-    site_dirs: tuple[Path, ...] = field(default=())  # site-packages directories (before .pth files)
-    warnings: tuple[str, ...] = field(default=())  # one line each, for stderr
+    site_dirs: tuple[Path, ...] = ()  # site-packages directories (before .pth files)
+    warnings: tuple[str, ...] = ()  # one line each, for stderr
 
     def name(self) -> str:
         """What a message calls it: ``venv .venv``, ``interpreter /usr/bin/python3``."""
@@ -128,7 +124,7 @@ def find(python: Optional[str] = None, *, source: str = "--python", may_run: boo
     del _SKIPPED[:]
     found = _find(python, source, may_run, project, environ)
     skipped, _SKIPPED[:] = tuple(_SKIPPED), []
-    return replace(found, warnings=(*found.warnings, *skipped)) if skipped else found
+    return found._replace(warnings=(*found.warnings, *skipped)) if skipped else found
 
 
 def _find(python: Optional[str], source: str, may_run: bool, project: Optional[Path],
@@ -231,7 +227,7 @@ def _with_problems(found: Environment, problems: list[str]) -> Environment:
     """``found``, with a warning line for each place looked at that held no environment."""
     where = found.describe().removeprefix("fwdlint: environment: ")
     lines = tuple(f"fwdlint: warning: {problem}; reading {where}" for problem in problems)
-    return replace(found, warnings=(*lines, *found.warnings)) if lines else found
+    return found._replace(warnings=(*lines, *found.warnings)) if lines else found
 
 
 # -- reading a prefix from its files -----------------------------------------------------------
@@ -355,6 +351,8 @@ def _literal_assignment(path: Path, name: str) -> object:
     """The literal value assigned to ``name`` at the top of a Python file (never imported). A file
     too deeply nested for the parser (``RecursionError``, ``MemoryError``) is skipped with a warning."""
     try:
+        import ast  # here: only editable installs need it
+
         tree = ast.parse(_read_text(path))
     except (SyntaxError, ValueError):
         return None
@@ -460,7 +458,7 @@ def _ask(python: str, source: str) -> Environment:
     return Environment(python, _with_finders(roots), source=source, version=known)
 
 
-def _kill(proc: subprocess.Popen) -> None:
+def _kill(proc: "subprocess.Popen") -> None:
     """End the asked interpreter and whatever it started (its session), once."""
     import signal
 

@@ -20,7 +20,6 @@ Stored in the facts database (``store``), a few versions per first checked path,
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import sys
@@ -31,6 +30,7 @@ from lint_rules import environment
 from lint_rules.diagnostics import Diagnostic, FileError, Step
 from lint_rules.environment import distribution_version
 from lint_rules.layout import modules_in
+from lint_rules.stamps import blake2b
 
 if TYPE_CHECKING:
     from lint_rules.engine import Result, Session
@@ -52,7 +52,7 @@ def code_digest(package: Path = Path(__file__).parent,
                 content: Callable[[str], bytes] = lambda path: Path(path).read_bytes()) -> str:
     """Every module of fwdlint: the rules and the project view decide findings, not only the facts.
     ``content``: a module's bytes, or anything that changes with them (the store's digest by stamp)."""
-    digest = hashlib.blake2b(digest_size=16)
+    digest = blake2b(digest_size=16)
     for path in sorted(package.rglob("*.py")):
         digest.update(path.relative_to(package).as_posix().encode() + b"\0" + content(str(path)))
     return digest.hexdigest()
@@ -107,7 +107,7 @@ class Lookup:
             if any(named is None for _, named in names):
                 return None
             parts.append((root, names))
-        return hashlib.blake2b(repr(parts).encode("utf-8", "surrogateescape"), digest_size=20).hexdigest()
+        return blake2b(repr(parts).encode("utf-8", "surrogateescape"), digest_size=20).hexdigest()
 
     def _facts_key(self) -> Optional[str]:
         """The run's key with each file named by its facts (``FactsStore.facts_digest``) instead of
@@ -202,8 +202,8 @@ class Lookup:
 
 def _row(d: Diagnostic) -> list[object]:
     """A finding as stored: its fields in order, the steps and related places as rows of theirs."""
-    return [d.path, d.line, d.col, d.code, d.message, d.symbol, d.help, d.severity,
-            [list(vars(step).values()) for step in d.steps], [list(vars(step).values()) for step in d.related]]
+    *fields, steps, related = d
+    return [*fields, [list(step) for step in steps], [list(step) for step in related]]
 
 
 def _diagnostic(row: list) -> Diagnostic:

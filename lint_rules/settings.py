@@ -30,14 +30,12 @@ Cost (median of 200, loaded 2-core machine): finding and reading a ``pyproject.t
 directories up 1.0 ms; walking to the root and finding nothing 0.2 ms.
 """
 
-from __future__ import annotations
 
 import os
 import re
 import sys
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Mapping, Optional, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Mapping, NamedTuple, Optional, Sequence
 
 from lint_rules.contract import FORWARD_HELPERS
 from lint_rules.discover import normalize_pattern, normalize_patterns, shorter_path as shown
@@ -67,19 +65,17 @@ class ConfigError(Exception):
     """An option or configuration the run cannot use; ``str()`` is the whole one-line message."""
 
 
-@dataclass(frozen=True)
-class Config:
+class Config(NamedTuple):
     """What the analysis itself is configured with (``ProjectIndex.config``)."""
 
     module_bases: tuple[str, ...] = ()
     mark_decorators: tuple[str, ...] = ()  # the user's own decorators that apply forward_entry
     forward_helpers: str = FORWARD_HELPERS[0]  # FWD001 on methods the project calls only from forward
-    observed: tuple[Entry, ...] = ()  # the run record's entries (``--from-record``; FWD004)
+    observed: tuple["Entry", ...] = ()  # the run record's entries (``--from-record``; FWD004)
     record: str = ""  # where they were read from
 
 
-@dataclass(frozen=True)
-class Options:
+class Options(NamedTuple):
     """The options of a run after the configuration file and the command line are combined;
     ``exclude`` and ``per-file-ignores`` patterns are normalized (``discover.normalize_pattern``)."""
 
@@ -101,17 +97,16 @@ class Options:
     warnings: tuple[str, ...] = ()  # one line each, to print on stderr
 
 
-@dataclass(frozen=True)
-class ConfigFile:
+class ConfigFile(NamedTuple):
     """A file's fwdlint settings as written (strings, TOML arrays and tables), not yet checked."""
 
     path: Path
     section: str  # as the messages name it: "[fwdlint]", "[tool.fwdlint]"
-    values: dict[str, Any] = field(default_factory=dict)  # key as written -> value
-    flake8: dict[str, str] = field(default_factory=dict)  # fwd-<key> of [flake8], by <key>
+    values: dict[str, Any]  # key as written -> value
+    flake8: dict[str, str]  # fwd-<key> of [flake8], by <key>
 
 
-def split_list(value: str | None) -> tuple[str, ...]:
+def split_list(value: Optional[str]) -> tuple[str, ...]:
     if not value:
         return ()
     return tuple(item for item in re.split(r"[,\s]+", value.strip()) if item)
@@ -303,7 +298,7 @@ def _read_toml(path: Path, text: str) -> Optional[ConfigFile]:
     table = tool["fwdlint"]
     if not isinstance(table, dict):
         raise ConfigError(f"{shown(path)}: error: [tool.fwdlint] must be a table, not {_kind(table)}")
-    return ConfigFile(path, "[tool.fwdlint]", dict(table))
+    return ConfigFile(path, "[tool.fwdlint]", dict(table), {})
 
 
 def _read_ini(path: Path, text: str) -> Optional[ConfigFile]:
@@ -327,7 +322,7 @@ def _read_ini(path: Path, text: str) -> Optional[ConfigFile]:
     return ConfigFile(path, "[fwdlint]", values, flake8)
 
 
-def _ini_error(exc: configparser.Error, lines: list[str]) -> str:
+def _ini_error(exc: "configparser.Error", lines: list[str]) -> str:
     """configparser's messages span lines; one line saying where."""
     import configparser
     if isinstance(exc, configparser.MissingSectionHeaderError):

@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
-import ast
 import io
 import os
 import re
 import sys
-import tokenize
 import warnings
 from pathlib import Path
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
+
+if TYPE_CHECKING:
+    import ast
+
+ONLY_AST = 0x400  # ast.PyCF_ONLY_AST: ast's import is ~2 ms, and a run that reuses stored findings parses nothing
 
 #: Text that stands in for a file in this process: an editor's buffer given on standard input
 #: (``fwdlint --stdin-filename m.py -``, ``flake8 --stdin-display-name m.py -``) is read instead of the
@@ -52,6 +55,8 @@ def line_start(text: str, offset: int) -> int:
 
 def source_encoding(data: bytes) -> str:
     """The encoding Python would read ``data`` with (BOM, encoding cookie, default utf-8)."""
+    import tokenize  # here, as ast below: a run that reuses stored findings decodes no file
+
     return tokenize.detect_encoding(io.BytesIO(data).readline)[0]
 
 
@@ -65,7 +70,7 @@ def decode(data: bytes) -> str:
         return data.decode(encoding)
     except UnicodeDecodeError:
         try:
-            compile(data, "<source>", "exec", flags=0x400, dont_inherit=True)  # ast.PyCF_ONLY_AST
+            compile(data, "<source>", "exec", flags=ONLY_AST, dont_inherit=True)
             accepted = True
         except (SyntaxError, ValueError, MemoryError, RecursionError):
             accepted = False
@@ -92,6 +97,17 @@ def _peak_memory() -> int:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * (1 if sys.platform == "darwin" else 1024)
 
 
+def _room_for(size: int) -> bool:
+    """Can the process still map ``size`` bytes? Address space only: no page is touched."""
+    import mmap
+
+    try:
+        mmap.mmap(-1, size).close()
+    except (MemoryError, OSError):
+        return False
+    return True
+
+
 def python_parse(source: str, path: str) -> tuple[Optional[ast.Module], Optional[SyntaxError]]:
     """CPython's own tree of ``source``, or its verdict against it, as a program gets it: nesting
     its parser gives up on (``MemoryError``, ``RecursionError``) is refused too."""
@@ -106,11 +122,12 @@ def python_parse(source: str, path: str) -> tuple[Optional[ast.Module], Optional
             warnings.simplefilter("ignore")
             # a text still holding its UTF-8 BOM (the bytes' decoder drops it) is parsed without
             text = source[1:] if source.startswith("\ufeff") else source
-            return compile(text, path, "exec", flags=ast.PyCF_ONLY_AST, dont_inherit=True), None
+            return compile(text, path, "exec", flags=ONLY_AST, dont_inherit=True), None
     except (MemoryError, RecursionError) as error:
         # CPython's parser says MemoryError both when nesting exceeds its stack and when memory runs
-        # out; only the second makes the process grow (by hundreds of MiB: the tree of a 2 MB file)
-        if isinstance(error, MemoryError) and _peak_memory() - peak > _GREW:
+        # out; only the second makes the process grow (by hundreds of MiB: the tree of a 2 MB file),
+        # or leaves it no room to (a worker's address-space limit lower than that: ``workers``)
+        if isinstance(error, MemoryError) and (_peak_memory() - peak > _GREW or not _room_for(_GREW)):
             raise
         return None, SyntaxError(f"nested too deeply for Python's parser ({type(error).__name__})", (path, 1, 1, ""))
     except (SyntaxError, ValueError) as error:

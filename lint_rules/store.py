@@ -33,22 +33,24 @@ verdict is cached too, so a given file with a syntax error is always reported.
 
 from __future__ import annotations
 
-import ast
-import hashlib
 import importlib.util
 import os
-import sqlite3
 import stat
 import sys
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Optional, Sequence, Union
 
+try:  # sqlite3's own C module: the sqlite3 package adds only date adapters, and its import of datetime is ~3 ms a run
+    import _sqlite3 as sqlite3
+except ImportError:  # an interpreter whose sqlite3 is built otherwise
+    import sqlite3  # type: ignore[no-redef]
+
 from lint_rules import __version__
 from lint_rules.diagnostics import FileError
 from lint_rules.layout import module_name_for
 from lint_rules.source import OVERLAY, decode, one_line, python_parse, python_syntax_error
-from lint_rules.stamps import Stamps, digest
+from lint_rules.stamps import Stamps, blake2b, digest
 
 CACHE_DIR_NAME = ".fwdlint_cache"
 TAG_NAME = "CACHEDIR.TAG"
@@ -77,7 +79,7 @@ _CORRUPT_KEPT = 2
 def _facts_code_digest(package: Path = Path(__file__).parent) -> str:
     """A digest of the code that shapes stored facts, so that an edited collector (a development
     checkout, an editable install) never meets facts its old version cached."""
-    digest = hashlib.blake2b(digest_size=8)
+    digest = blake2b(digest_size=8)
     for pattern in _FACTS_CODE:
         for path in sorted(package.glob(pattern)):
             digest.update(path.name.encode() + b"\0" + path.read_bytes())
@@ -102,7 +104,7 @@ def _libcst_version() -> str:
 # importing them here spares a run whose findings are reused (``results``) the facts model.
 _SCHEMA = (f"fwdlint-facts-{__version__}-{_facts_code_digest()}"
            f"-py{sys.version_info[0]}.{sys.version_info[1]}-libcst{_libcst_version()}")
-_SCHEMA_ID = hashlib.blake2b(_SCHEMA.encode(), digest_size=8).hexdigest()
+_SCHEMA_ID = blake2b(_SCHEMA.encode(), digest_size=8).hexdigest()
 _ERROR = "!"  # prefix of a cached error message
 
 if TYPE_CHECKING:  # imported where a file needs parsing: a warm run spares the import
@@ -549,7 +551,7 @@ class FactsStore:
             return FileError(path, one_line(error))
         name, is_package = (module if module is not None
                             else module_name_for(path, self.packages, self.directories)[:2])
-        key = hashlib.blake2b(b"\0".join([_SCHEMA.encode(), name.encode("utf-8", "surrogateescape"),
+        key = blake2b(b"\0".join([_SCHEMA.encode(), name.encode("utf-8", "surrogateescape"),
                                           b"pkg" if is_package else b"mod", b"loc" if locate else b"",
                                           b"%d.%d" % self.target, hashed]), digest_size=20).hexdigest()
         return content, name, is_package, key
@@ -591,7 +593,7 @@ class FactsStore:
                 return None
             self._texts[key] = text
         name, is_package = module_name_for(path, self.packages, self.directories)[:2]
-        found = self._facts_digests[key] = hashlib.blake2b(b"\0".join(
+        found = self._facts_digests[key] = blake2b(b"\0".join(
             [_SCHEMA.encode(), name.encode("utf-8", "surrogateescape"), b"pkg" if is_package else b"mod",
              b"%d.%d" % self.target, text.encode("utf-8", "surrogateescape")]), digest_size=20).hexdigest()
         return found
@@ -664,7 +666,7 @@ def _extract(task: tuple[str, bytes, str, bool, bool, tuple[int, int]]) -> Outco
             from lint_rules.facts.newer_syntax import parse_newer
 
             found = parse_newer(source, path, error, target)
-            tree, error = (found, None) if isinstance(found, ast.Module) else (None, found)
+            tree, error = (found, None) if not isinstance(found, SyntaxError) else (None, found)
         if error is not None:
             return FileError(path, one_line(error))
         return extract(source, path, module, is_package, locate=locate, tree=tree)

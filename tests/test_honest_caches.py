@@ -116,17 +116,17 @@ def test_each_input_of_the_rules_changes_the_key(tmp_path: Path) -> None:
     (tmp_path / "m.py").write_text(MODEL)
     env = environment.find(str(_prefix(tmp_path, "2.5.1")))
     base = Run(environment=env, cache=False)
-    assert {f.name for f in dataclasses.fields(Config)} == set(CONFIG_VARIANTS)
-    assert {f.name for f in dataclasses.fields(Run)} == set(RUN_VARIANTS) | NOT_INPUTS
+    assert set(Config._fields) == set(CONFIG_VARIANTS)
+    assert set(Run._fields) == set(RUN_VARIANTS) | NOT_INPUTS
     key = _key(tmp_path, base)
     for name, value in CONFIG_VARIANTS.items():
-        assert _key(tmp_path, dataclasses.replace(base, config=Config(**{name: value}))) != key, name
+        assert _key(tmp_path, base._replace(config=Config(**{name: value}))) != key, name
     for name, value in RUN_VARIANTS.items():
-        assert _key(tmp_path, dataclasses.replace(base, **{name: value})) != key, name
-    for variant in (dataclasses.replace(env, python="/other/python"), dataclasses.replace(env, version=(3, 8)),
-                    dataclasses.replace(env, roots=())):
-        assert _key(tmp_path, dataclasses.replace(base, environment=variant)) != key, variant
+        assert _key(tmp_path, base._replace(**{name: value})) != key, name
+    for variant in (env._replace(python="/other/python"), env._replace(version=(3, 8)),
+                    env._replace(roots=())):
+        assert _key(tmp_path, base._replace(environment=variant)) != key, variant
     _prefix(tmp_path, "2.13.0")  # the same environment, another torch
     assert _key(tmp_path, base) != key, "torch's version"
-    assert _key(tmp_path, dataclasses.replace(base, config=Config(observed=(dataclasses.replace(ENTRY, count=2),)))) \
-        != _key(tmp_path, dataclasses.replace(base, config=Config(observed=(ENTRY,)))), "the record's content"
+    assert _key(tmp_path, base._replace(config=Config(observed=(dataclasses.replace(ENTRY, count=2),)))) \
+        != _key(tmp_path, base._replace(config=Config(observed=(ENTRY,)))), "the record's content"

@@ -13,7 +13,6 @@ as they were, give exactly the bytes ``--fix`` writes (``tests/test_fix_edits.py
 
 from __future__ import annotations
 
-import dataclasses
 import difflib
 import os
 import re
@@ -138,7 +137,7 @@ def planned(paths: Sequence[str], run: Run, findings: Sequence[Diagnostic],
     findings = [d for d in findings if d.code in fixable]
     if not findings:
         return {}
-    run = dataclasses.replace(run, progress=None, coverage=False)  # the check run drew and counted already
+    run = run._replace(progress=None, coverage=False)  # the check run drew and counted already
     kept = dict(OVERLAY)  # standard input may stand for a file already
     passes: list[FileFix] = []
 

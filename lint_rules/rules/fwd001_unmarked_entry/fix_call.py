@@ -17,7 +17,6 @@ covers its class: another class with a method of the same name stays reported.
 
 from __future__ import annotations
 
-import dataclasses
 from typing import Optional, Sequence
 
 from lint_rules.diagnostics import Diagnostic
@@ -156,7 +155,7 @@ def _set_up_findings(context: FixContext) -> list[Diagnostic]:
                     related[item.file.path] = (view, item.file)
     if not related:
         return []
-    session = Session(dataclasses.replace(context.run, cache=False))
+    session = Session(context.run._replace(cache=False))
     try:
         return [d for view, facts in related.values() for d in session.check(view, facts) if d.code == CODE]
     finally:
