@@ -87,6 +87,8 @@ class ProjectIndex:
     # the model is one the file set up (FWD002 then counts the mark for that set-up only)
     class_marks: dict[str, list[tuple[FileFacts, str, bool]]] = field(default_factory=dict)
     analyses: dict[tuple[str, str], object] = field(default_factory=dict)  # computation.ClassAnalysis
+    # (class key, id of a method of it) -> (files read, its subclasses that override it): ``computation._overriders``
+    overriders: dict[tuple[tuple[str, str], int], tuple[int, list[ClassRef]]] = field(default_factory=dict)
     computing_names: dict[str, bool] = field(default_factory=dict)  # computation._unknown_computes
     open_names: set[str] = field(default_factory=set)  # ... of them, being answered
     method_owners: Optional[dict[str, list[ClassRef]]] = None  # computation._owners
@@ -133,6 +135,7 @@ class ProjectIndex:
                 self.marked_names.add(mark.name)
         self._subclasses = None
         self._subclasses_of.clear()
+        self.overriders.clear()
         self._callers = None
         self.method_owners = None
         self._sites = None
@@ -533,6 +536,8 @@ class ProjectIndex:
 
     def mark_decorator(self, method: MethodFacts, facts: FileFacts) -> Optional[int]:
         """Position (top first) of the decorator that marks ``method``, if one does."""
+        if not method.decorators:  # most methods: the file's imports need no scan
+            return None
         star_shim = any(name == "*" and target.split(".", 1)[0] == contract.DECORATOR_MODULE
                         for name, target in facts.imports)
         for index, decorator in enumerate(method.decorators):
