@@ -8,8 +8,8 @@ and tree: a cold run (``--no-cache``), a warm run that changes nothing, then two
 each followed by a run:
 
 * ``comment``: a comment line appended at the end (the issue's yardstick; the facts stay the same);
-* ``code``: a statement inserted after the first import (every line below it moves: every file of
-  the run is checked again).
+* ``code``: a function inserted after the first import, named after the repetition (its facts are
+  new in every repetition, so no earlier run's findings can be reused; every line below it moves).
 
 CPU seconds of each fwdlint process with its parser processes (``RUSAGE_CHILDREN`` of this
 process around each run), medians over ``--reps``; each edit's share of the cold run is the ratio
@@ -58,7 +58,7 @@ def cycle(tree: Path, package: Path, target: Path, rep: int) -> dict[str, float]
         stream.write(f"# edited {rep}\n")
     times["comment"] = cpu(tree, package)
     text = target.read_text()
-    target.write_text(text.replace("\nimport ", f"\n_EDITED_{rep} = {rep}\nimport ", 1))
+    target.write_text(text.replace("\nimport ", f"\ndef _edited_{rep}(x):\n    return x + {rep}\nimport ", 1))
     times["code"] = cpu(tree, package)
     return times
 

@@ -625,21 +625,19 @@ def _runs_unknown(index: ProjectIndex, summary: MethodFacts, origin: FileFacts, 
 
 def _overriders(index: ProjectIndex, ref: ClassRef, method: MethodFacts) -> list[ClassRef]:
     """The subclasses of ``ref`` in which ``self.<method.name>`` is another method than ``method``
-    (of ``ref`` or a base), in ``subclasses`` order. Kept until a file is read: on transformers,
-    ``PreTrainedModel`` has 3,830 subclasses, and 40 of its methods were asked again and again."""
-    subclasses = index.subclasses(ref, siblings=method.abstract)
-    key = (ref.key, id(method))
-    known = index.overriders.get(key)
-    reads = len(index.modules)
-    if known is not None and known[0] == reads:
-        return known[1]
+    (of ``ref`` or a base), in ``subclasses`` order. A subclass's answer never changes (its analysis,
+    and so its MRO, is made once), so each is asked once per method: on transformers, ``PreTrainedModel``
+    has 3,830 subclasses, asked about 40 of its methods again and again. The list itself is not
+    kept: a file read meanwhile may add subclasses."""
+    known = index.overriders.setdefault((ref.key, id(method)), {})
     found = []
-    for sub in subclasses:
-        hit = analysis_for(index, sub).lookup(method.name)
-        if hit is not None and hit[1] is not method:
+    for sub in index.subclasses(ref, siblings=method.abstract):
+        overrides = known.get(sub.key)
+        if overrides is None:
+            hit = analysis_for(index, sub).lookup(method.name)
+            overrides = known[sub.key] = hit is not None and hit[1] is not method
+        if overrides:
             found.append(sub)
-    if reads == len(index.modules):  # a file read meanwhile may change subclasses and their MROs
-        index.overriders[key] = (reads, found)
     return found
 
 

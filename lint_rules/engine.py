@@ -101,6 +101,7 @@ class Session:
         self.resolved: set[str] = set()  # files read only to resolve names
         self._view_paths: dict[Optional[Path], list[str]] = {}
         self._roots: dict[Path, Optional[Path]] = {}  # directory -> its project root
+        self._root_of: dict[str, Optional[Path]] = {}  # path -> ``root_for(path)``: asked about 3 times a file
         self.installed: set[str] = set()  # ... of them, under the environment's package directories
 
     def _cache_dir(self, first_path: Optional[str]) -> Optional[Path]:
@@ -126,6 +127,11 @@ class Session:
     def root_for(self, path: str) -> Optional[Path]:
         if self.run.project_root is not None:
             return self.run.project_root
+        if path not in self._root_of:
+            self._root_of[path] = self._find_root(path)
+        return self._root_of[path]
+
+    def _find_root(self, path: str) -> Optional[Path]:
         try:  # the real path, as find_root sees it; the files of a directory share its root
             if os.path.islink(path):  # a link loop raises here
                 resolved = Path(path).resolve()

@@ -87,8 +87,8 @@ class ProjectIndex:
     # the model is one the file set up (FWD002 then counts the mark for that set-up only)
     class_marks: dict[str, list[tuple[FileFacts, str, bool]]] = field(default_factory=dict)
     analyses: dict[tuple[str, str], object] = field(default_factory=dict)  # computation.ClassAnalysis
-    # (class key, id of a method of it) -> (files read, its subclasses that override it): ``computation._overriders``
-    overriders: dict[tuple[tuple[str, str], int], tuple[int, list[ClassRef]]] = field(default_factory=dict)
+    # (class key, id of a method of it) -> subclass key -> whether it overrides it (``computation._overriders``)
+    overriders: dict[tuple[tuple[str, str], int], dict[tuple[str, str], bool]] = field(default_factory=dict)
     computing_names: dict[str, bool] = field(default_factory=dict)  # computation._unknown_computes
     open_names: set[str] = field(default_factory=set)  # ... of them, being answered
     method_owners: Optional[dict[str, list[ClassRef]]] = None  # computation._owners
