@@ -25,11 +25,32 @@ class few_collections:  # noqa: N801 - used as a function: ``with few_collection
     the caller's thresholds again after. (A class, not ``contextlib``: this module imports nothing
     that a checked project's own files could stand in for, see above.)"""
 
-    def __enter__(self) -> None:
+    def __enter__(self) -> "few_collections":
         self.thresholds = gc.get_threshold()
+        self.enabled = gc.isenabled()
+        self.frozen = False
         gc.set_threshold(*GC_THRESHOLDS)
+        return self
+
+    def pause(self) -> None:
+        """No collection while the facts are read: they hold no cycles, and each collection would
+        walk all those read so far."""
+        gc.disable()
+
+    def settle(self) -> None:
+        """The objects made so far (the facts) live to the end of the run: no collection walks them
+        again (``gc.freeze``). On transformers they are millions; after a one-file edit, collections
+        that walked them took a second of a five-second run."""
+        gc.freeze()
+        self.frozen = True
+        if self.enabled:
+            gc.enable()
 
     def __exit__(self, *exc: object) -> None:
+        if self.frozen:
+            gc.unfreeze()
+        if self.enabled:
+            gc.enable()
         gc.set_threshold(*self.thresholds)
 
 

@@ -69,6 +69,7 @@ class ClassAnalysis:
     _unknowns: dict[tuple[int, str, str], frozenset[Unresolved]] = field(default_factory=dict)
     _unknown_attr: dict[str, Optional[Unresolved]] = field(default_factory=dict)
     _family_sources: Optional[dict[str, list[tuple[ClassRef, Source]]]] = None
+    _module_uses: Optional[set[str]] = None  # attributes whose module methods it calls (``_used_as_module``)
 
     def __post_init__(self) -> None:
         self.mro = self.index.mro(self.ref)
@@ -167,8 +168,10 @@ class ClassAnalysis:
         return result
 
     def _used_as_module(self, attr: str) -> bool:
-        return any(use.kind == SUB_METHOD and use.name == attr and use.method in MODULE_API
-                   for item in self.mro for method in item.cls.methods for use in method.uses)
+        if self._module_uses is None:  # once per class: asked about each of its attributes
+            self._module_uses = {use.name for item in self.mro for method in item.cls.methods for use in method.uses
+                                 if use.kind == SUB_METHOD and use.method in MODULE_API}
+        return attr in self._module_uses
 
     def _source_verdict(self, item: ClassRef, src: Source, load: bool) -> Optional[bool]:
         if src.kind == SRC_MODULE:
@@ -626,18 +629,23 @@ def _runs_unknown(index: ProjectIndex, summary: MethodFacts, origin: FileFacts, 
 def _overriders(index: ProjectIndex, ref: ClassRef, method: MethodFacts) -> list[ClassRef]:
     """The subclasses of ``ref`` in which ``self.<method.name>`` is another method than ``method``
     (of ``ref`` or a base), in ``subclasses`` order. A subclass's answer never changes (its analysis,
-    and so its MRO, is made once), so each is asked once per method: on transformers, ``PreTrainedModel``
-    has 3,830 subclasses, asked about 40 of its methods again and again. The list itself is not
-    kept: a file read meanwhile may add subclasses."""
-    known = index.overriders.setdefault((ref.key, id(method)), {})
+    and so its MRO, is made once), so each is asked once per method; the list holds while
+    ``subclasses`` gives the same tuple (no file read meanwhile added any). On transformers,
+    ``PreTrainedModel`` has 3,830 subclasses, asked about 40 of its methods again and again."""
+    key = (ref.key, id(method))
+    subclasses = index.subclasses(ref, siblings=method.abstract)
+    answers, asked, found = index.overriders.get(key) or ({}, (), [])
+    if asked is subclasses:
+        return found
     found = []
-    for sub in index.subclasses(ref, siblings=method.abstract):
-        overrides = known.get(sub.key)
+    for sub in subclasses:
+        overrides = answers.get(sub.key)
         if overrides is None:
             hit = analysis_for(index, sub).lookup(method.name)
-            overrides = known[sub.key] = hit is not None and hit[1] is not method
+            overrides = answers[sub.key] = hit is not None and hit[1] is not method
         if overrides:
             found.append(sub)
+    index.overriders[key] = (answers, subclasses, found)
     return found
 
 

@@ -238,9 +238,9 @@ def analyse(paths: Iterable[str], run: Run = Run(), reuse: bool = False) -> Resu
     limit = sys.getrecursionlimit()
     sys.setrecursionlimit(max(limit, RECURSION_LIMIT))
     try:
-        with few_collections():
+        with few_collections() as collecting:
             if not reuse or session.store.cache is None:
-                return _analyse(session, paths)
+                return _analyse(session, paths, collecting)
             from lint_rules.results import Lookup
 
             lookup = Lookup(session, paths)
@@ -248,7 +248,7 @@ def analyse(paths: Iterable[str], run: Run = Run(), reuse: bool = False) -> Resu
             if stored is not None and (stored.coverage is not None or not run.coverage):
                 return Result(diagnostics=stored.diagnostics, errors=stored.errors, resolved=stored.resolved,
                               installed_read=stored.installed, reused=True, coverage=stored.coverage)
-            result = _analyse(session, paths)
+            result = _analyse(session, paths, collecting)
             lookup.store(result)
             return result
     finally:
@@ -256,12 +256,16 @@ def analyse(paths: Iterable[str], run: Run = Run(), reuse: bool = False) -> Resu
         session.store.close()
 
 
-def _analyse(session: Session, paths: list[str]) -> Result:
+def _analyse(session: Session, paths: list[str], collecting: Optional[few_collections] = None) -> Result:
+    """``collecting``: no cyclic collection while the facts are read, none walks them after
+    (``few_collections.pause``, ``settle``)."""
     from lint_rules.facts.model import FileFacts
     from lint_rules.rules import selected_codes
 
     run = session.run
     result = Result()
+    if collecting is not None:
+        collecting.pause()
     outcomes = session.store.facts_many(paths, jobs=run.jobs, progress=run.progress)
     by_root: dict[Optional[Path], list[FileFacts]] = {}
     for outcome in outcomes:
@@ -274,6 +278,8 @@ def _analyse(session: Session, paths: list[str]) -> Result:
         view = session.view(root, given[root])
         for facts in group:
             view.add(facts, module_name_for(Path(facts.path), session.store.packages, session.store.directories)[2])
+        if collecting is not None:
+            collecting.settle()
         for facts in group:
             try:
                 result.diagnostics.extend(session.check(view, facts))

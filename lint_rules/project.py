@@ -87,8 +87,10 @@ class ProjectIndex:
     # the model is one the file set up (FWD002 then counts the mark for that set-up only)
     class_marks: dict[str, list[tuple[FileFacts, str, bool]]] = field(default_factory=dict)
     analyses: dict[tuple[str, str], object] = field(default_factory=dict)  # computation.ClassAnalysis
-    # (class key, id of a method of it) -> subclass key -> whether it overrides it (``computation._overriders``)
-    overriders: dict[tuple[tuple[str, str], int], dict[tuple[str, str], bool]] = field(default_factory=dict)
+    # (class key, id of a method of it) -> (subclass key -> whether it overrides it, the last subclasses
+    # asked about, those of them that do): ``computation._overriders``
+    overriders: dict[tuple[tuple[str, str], int], tuple[dict[tuple[str, str], bool], tuple[ClassRef, ...],
+                                                       list[ClassRef]]] = field(default_factory=dict)
     computing_names: dict[str, bool] = field(default_factory=dict)  # computation._unknown_computes
     open_names: set[str] = field(default_factory=set)  # ... of them, being answered
     method_owners: Optional[dict[str, list[ClassRef]]] = None  # computation._owners
@@ -96,8 +98,10 @@ class ProjectIndex:
     _module_cache: dict[tuple[str, str], bool] = field(default_factory=dict)
     _mro_cache: dict[tuple[str, str], list[ClassRef]] = field(default_factory=dict)
     _subclasses: Optional[dict[str, list[ClassRef]]] = None  # last name of a base -> classes
-    # class key -> (files read, ``subclasses``): the answer holds until another file is read
-    _subclasses_of: dict[tuple[str, str], tuple[int, tuple[ClassRef, ...]]] = field(default_factory=dict)
+    # class key -> (the names searched, each with its number of candidates then; ``subclasses``): the
+    # answer holds until a file read adds a class with a base of one of those names
+    _subclasses_of: dict[tuple[str, str], tuple[tuple[tuple[str, int], ...], tuple[ClassRef, ...]]] = field(
+        default_factory=dict)
     _siblings_read: set[str] = field(default_factory=set)
     _versions: dict[str, Optional[str]] = field(default_factory=dict)
     _present: dict[str, bool] = field(default_factory=dict)  # top-level name -> installed (``package_present``)
@@ -419,7 +423,7 @@ class ProjectIndex:
         self._mro_cache[key] = order
         return order
 
-    def subclasses(self, ref: ClassRef, siblings: bool = False) -> list[ClassRef]:
+    def subclasses(self, ref: ClassRef, siblings: bool = False) -> tuple[ClassRef, ...]:
         """Classes that have ``ref`` among their bases (any depth), among the files read so far;
         ``siblings``: after reading the other modules of ``ref``'s package (class-hierarchy
         analysis of an abstract method: its implementations usually sit next to it).
@@ -429,8 +433,9 @@ class ProjectIndex:
         if siblings:
             self._read_siblings(ref.file)
         known = self._subclasses_of.get(ref.key)
-        if known is not None and known[0] == len(self.modules):
-            return list(known[1])
+        if known is not None and self._subclasses is not None and all(
+                len(self._subclasses.get(name, ())) == size for name, size in known[0]):
+            return known[1]  # the same tuple while it holds (``computation._overriders`` relies on it)
         if self._subclasses is None:
             self._subclasses = {}
             for facts in {id(f): f for f in [*self.files.values(), *self.modules.values()] if f}.values():
@@ -438,19 +443,22 @@ class ProjectIndex:
         found: list[ClassRef] = []
         seen = {ref.key}
         frontier = [ref]
-        reads = len(self.modules)
+        searched: list[tuple[str, int]] = []
         while frontier:
             target = frontier.pop()
-            for candidate in self._subclasses.get(target.cls.qualname.rpartition(".")[2], ()):
+            name = target.cls.qualname.rpartition(".")[2]
+            candidates = self._subclasses.get(name, ())
+            searched.append((name, len(candidates)))  # before: a file read while searching may add more
+            for candidate in candidates:
                 if candidate.key in seen:
                     continue
                 if any(item.key == target.key for item in self.mro(candidate)[1:]):
                     seen.add(candidate.key)
                     found.append(candidate)
                     frontier.append(candidate)
-        if reads == len(self.modules):  # a file read meanwhile may hold candidates already passed over
-            self._subclasses_of[ref.key] = (reads, tuple(found))
-        return found
+        result = tuple(found)
+        self._subclasses_of[ref.key] = (tuple(searched), result)
+        return result
 
     def _index_bases(self, facts: FileFacts) -> None:
         assert self._subclasses is not None

@@ -236,3 +236,28 @@ def test_jobs_zero_means_every_cpu(tmp_path: Path, monkeypatch: pytest.MonkeyPat
     monkeypatch.setattr(workers.Pool, "map", _recording(asked))
     assert cli.main(["-q", "--no-cache", "--isolated", "-j", "0", str(tmp_path)]) == 0
     assert asked == [3]
+
+
+@pytest.mark.parametrize("enabled", [True, False])
+def test_the_collector_is_left_as_the_caller_had_it(project: Path, monkeypatch: pytest.MonkeyPatch,
+                                                     enabled: bool) -> None:
+    """The facts are read with the collector paused and kept out of its reach while the rules run
+    (``few_collections``); a caller in the same process (pytest, flake8) gets it back as it was."""
+    import gc
+
+    from lint_rules.engine import Run, Session, analyse
+
+    seen: list[tuple[bool, bool]] = []
+    check = Session.check
+    monkeypatch.setattr(Session, "check", lambda *args, **kwargs: seen.append(
+        (gc.isenabled(), gc.get_freeze_count() > 0)) or check(*args, **kwargs))
+    thresholds = gc.get_threshold()
+    (gc.enable if enabled else gc.disable)()
+    try:
+        result = analyse([str(project / "good.py")], Run(cache=False))
+        after = (gc.isenabled(), gc.get_threshold(), gc.get_freeze_count())
+    finally:
+        gc.enable()
+    assert [d.code for d in result.diagnostics] == ["FWD001"]
+    assert seen == [(enabled, True)]  # the rules ran with the facts frozen, the collector as it was
+    assert after == (enabled, thresholds, 0)
