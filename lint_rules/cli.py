@@ -18,9 +18,10 @@ Reports: ``report.py`` (text, json, github) and ``sarif.py``. ``--fix`` / ``--di
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Optional, Sequence
+from typing import TYPE_CHECKING, NoReturn, Optional, Sequence
 
 from lint_rules import __version__, contract
 
@@ -49,8 +50,6 @@ class _Formatter(argparse.HelpFormatter):
 
 
 def _columns() -> int:
-    import os
-
     try:
         columns = int(os.environ["COLUMNS"])
     except (KeyError, ValueError):
@@ -177,6 +176,32 @@ def _fix_options(parser: argparse.ArgumentParser) -> None:
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
+    """The ``fwdlint`` command; the exit status. Run as the program (``argv`` None: the console
+    script, ``python -m lint_rules``), it ends the process itself once its output is out (``_exit_now``)."""
+    code = _main(argv)
+    if argv is None:
+        _exit_now(code)
+    return code
+
+
+def _exit_now(code: int) -> NoReturn:
+    """End the process without the interpreter's shutdown, as mypy's ``--fast-exit`` does: after a
+    one-file edit of transformers, freeing the analysis's millions of objects one by one took 0.9 s
+    of a 4.9 s run. The output is flushed and the parser processes stopped first; the cache is closed
+    and every file written by then. Output that cannot be flushed (a closed pipe) ends it with 120,
+    as Python's own shutdown would."""
+    try:
+        sys.stdout.flush()
+        sys.stderr.flush()
+    except (OSError, ValueError):
+        code = 120
+    workers = sys.modules.get("lint_rules.workers")  # imported only if something was parsed
+    if workers is not None:
+        workers.close_shared()
+    os._exit(code)
+
+
+def _main(argv: Optional[Sequence[str]]) -> int:
     for stream in (sys.stdout, sys.stderr):  # a file name the terminal cannot encode must not crash
         if hasattr(stream, "reconfigure"):
             stream.reconfigure(errors="backslashreplace")
@@ -263,8 +288,6 @@ def _stdin_path(args: argparse.Namespace) -> Optional[str] | int:
 
 def _read_stdin(path: str, run: Run) -> Run:
     """Standard input stands for ``path`` from now on (``source.OVERLAY``); one process reads it."""
-    import os
-
     from lint_rules.source import OVERLAY
 
     OVERLAY[os.path.realpath(path)] = sys.stdin.buffer.read()
@@ -274,8 +297,6 @@ def _read_stdin(path: str, run: Run) -> Run:
 def _fix_stdin(args: argparse.Namespace, path: str, options: Run) -> int:
     """``--fix -``: the fixed text on stdout (the text as read when nothing could be fixed), what was
     not fixed on stderr; the exit status of ``--fix``."""
-    import os
-
     from lint_rules import report
     from lint_rules.fix import run as fix
     from lint_rules.source import OVERLAY

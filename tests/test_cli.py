@@ -261,3 +261,16 @@ def test_the_collector_is_left_as_the_caller_had_it(project: Path, monkeypatch: 
     assert [d.code for d in result.diagnostics] == ["FWD001"]
     assert seen == [(enabled, True)]  # the rules ran with the facts frozen, the collector as it was
     assert after == (enabled, thresholds, 0)
+
+
+def test_the_program_ends_with_its_whole_output_and_status(tmp_path: Path) -> None:
+    """Run as the program, fwdlint ends the process itself, without the interpreter's shutdown
+    (``cli._exit_now``): what it wrote to a pipe arrives whole (more than a pipe's buffer here), and
+    the exit status is the run's."""
+    (tmp_path / "pyproject.toml").write_text("")
+    classes = "".join(f"\n\nclass M{i}(nn.Module):\n    def gen(self, x):\n        return self(x)\n" for i in range(600))
+    (tmp_path / "many.py").write_text("import torch.nn as nn\n" + classes)
+    proc = run_cli(tmp_path, "--no-cache", "many.py")
+    lines = proc.stdout.splitlines()
+    assert proc.returncode == 1 and len(proc.stdout) > 65536, proc.stderr
+    assert [line.split(":")[1] for line in lines] == [str(5 + 5 * i) for i in range(600)], lines[-3:]
