@@ -94,6 +94,8 @@ def main() -> None:
         share = {kind: median[kind] / median["cold"] for kind in ("comment", "code")}
         print(f"{str(tree)[-40:]:<40} {median['cold']:6.2f}s {median['warm']:6.3f}s "
               f"{median['comment']:6.3f}s ({share['comment']:5.1%}) {median['code']:6.3f}s ({share['code']:5.1%})")
+        print(f"{'':<40} each repetition: " + "; ".join(
+            f"{kind} {', '.join(f'{s[kind]:.2f}' for s in samples[tree])}" for kind in samples[tree][0]))
 
 
 if __name__ == "__main__":
