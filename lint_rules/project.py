@@ -126,6 +126,9 @@ class ProjectIndex:
 
     def add(self, facts: FileFacts, root: Optional[Path] = None) -> None:
         """Add an analysed file (its marks count project-wide)."""
+        # a file met before only as a module read to resolve names has its classes indexed already, without lines
+        read = self.modules.get(facts.module)
+        new = facts.path not in self.files and (read is None or read is facts)
         self.files[facts.path] = facts
         self._absolute.add(os.path.abspath(facts.path))
         if facts.module and facts.parsed:  # a skipped file is parsed lazily if an import needs it
@@ -137,7 +140,10 @@ class ProjectIndex:
                 self.class_marks.setdefault(mark.name, []).append((facts, mark.cls, mark.site >= 0))
             else:
                 self.marked_names.add(mark.name)
-        self._subclasses = None
+        if new and self._subclasses is not None:  # the flake8 plugin adds files one by one, between checks:
+            self._index_bases(facts)  # rebuilding the index for each was quadratic in a project without a root
+        else:
+            self._subclasses = None
         self._subclasses_of.clear()
         self.overriders.clear()
         self._callers = None
