@@ -1,12 +1,13 @@
 """What rules produce and front ends print."""
 
-
 import os
 from pathlib import Path
 from typing import NamedTuple, Optional
 
-# The records a warm run builds (these, ``settings``' and ``engine``'s) are NamedTuples, not dataclasses:
-# importing dataclasses (and inspect) and generating their methods was a fifth of a warm run (issue 37).
+# The records a warm run builds (these, ``settings``', ``engine``'s, ``environment``'s) are NamedTuples,
+# not dataclasses: importing dataclasses (and inspect) and generating their methods was a fifth of a warm
+# run (issue 37). Their modules evaluate annotations (no ``from __future__ import annotations``): a
+# NamedTuple compiles each annotation given as a string.
 
 
 class Step(NamedTuple):

@@ -6,7 +6,6 @@ of its own project (``layout``): the classes and registrations of every Python f
 project root, read through the facts store, plus the files the run was given.
 """
 
-
 import os
 import sys
 from pathlib import Path

@@ -28,7 +28,6 @@ methods used on it, the documented method-name list), so findings may be missed,
 from a missing package.
 """
 
-
 import json
 import os
 import re

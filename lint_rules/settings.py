@@ -30,7 +30,6 @@ Cost (median of 200, loaded 2-core machine): finding and reading a ``pyproject.t
 directories up 1.0 ms; walking to the root and finding nothing 0.2 ms.
 """
 
-
 import os
 import re
 import sys
