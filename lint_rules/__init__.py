@@ -20,6 +20,14 @@ __version__ = "0.1.0"
 GC_THRESHOLDS = (200_000, 30, 30)
 
 
+def stop_parser_processes() -> None:
+    """Stop this process's parser processes (``workers.close_shared``), if anything was parsed:
+    ``workers`` is imported only then."""
+    workers = sys.modules.get("lint_rules.workers")
+    if workers is not None:
+        workers.close_shared()
+
+
 class few_collections:  # noqa: N801 - used as a function: ``with few_collections():``
     """``GC_THRESHOLDS`` while fwdlint works in a process it shares (the CLI's, flake8's, pytest's),
     the caller's thresholds again after. (A class, not ``contextlib``: this module imports nothing

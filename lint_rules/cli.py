@@ -23,7 +23,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, NoReturn, Optional, Sequence
 
-from lint_rules import __version__, contract
+from lint_rules import __version__, contract, stop_parser_processes
 
 if TYPE_CHECKING:
     from lint_rules import environment, run_record, settings
@@ -195,9 +195,7 @@ def _exit_now(code: int) -> NoReturn:
         sys.stderr.flush()
     except (OSError, ValueError):
         code = 120
-    workers = sys.modules.get("lint_rules.workers")  # imported only if something was parsed
-    if workers is not None:
-        workers.close_shared()
+    stop_parser_processes()
     os._exit(code)
 
 

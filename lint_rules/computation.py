@@ -416,14 +416,13 @@ class ClassAnalysis:
             return None
         for sub in _overriders(self.index, self.ref, method):
             analysis = analysis_for(self.index, sub)
-            found = analysis.lookup(method.name)
-            if found is not None:
-                inner = analysis.chain(method.name)
-                if inner:
-                    head = Step(method.name, self.mro[position].file.path, method.line, method.col)
-                    where = analysis.mro[found[0]].file
-                    return [head, Step(f"{sub.cls.qualname}.{method.name}", where.path, found[1].line, found[1].col),
-                            *inner[1:]]
+            inner = analysis.chain(method.name)
+            if inner:
+                at, override = analysis.lookup(method.name)  # type: ignore[misc]  # found: ``_overriders``
+                head = Step(method.name, self.mro[position].file.path, method.line, method.col)
+                where = analysis.mro[at].file
+                return [head, Step(f"{sub.cls.qualname}.{method.name}", where.path, override.line, override.col),
+                        *inner[1:]]
         return None
 
     def _getter_returns_submodule(self, name: str) -> bool:

@@ -30,7 +30,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Iterator, Optional, Sequence
 
-from lint_rules import __version__, contract, few_collections
+from lint_rules import __version__, contract, few_collections, stop_parser_processes
 from lint_rules.rules import CODES
 
 if TYPE_CHECKING:
@@ -284,9 +284,7 @@ def _close_session() -> None:
     session, Plugin.session = Plugin.session, None
     if session is not None:
         session.store.close()
-    workers = sys.modules.get("lint_rules.workers")  # imported only if something was parsed
-    if workers is not None:
-        workers.close_shared()
+    stop_parser_processes()
 
 
 def _close_at_exit() -> None:

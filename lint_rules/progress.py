@@ -24,7 +24,8 @@ class ProgressLine:
         self.after = after
         self.shown = 0.0  # when the line was last drawn
         self.width = 0  # of what is on the line now
-        self.lock = _thread.allocate_lock()  # the pool's threads report files as they finish (threading's Lock; its import is ~1 ms of a warm run)
+        # the pool's threads report files as they finish (threading's Lock, without its import: ~1 ms a run)
+        self.lock = _thread.allocate_lock()
 
     def __call__(self, done: int, total: int, cached: int) -> None:
         now = time.monotonic()
