@@ -99,6 +99,7 @@ class Session:
         self.store = FactsStore(cache_dir, target=self.environment.version)  # syntax is judged for it
         self.resolved: set[str] = set()  # files read only to resolve names
         self._view_paths: dict[Optional[Path], list[str]] = {}
+        self.listed: dict[Optional[Path], list[str]] = {}  # by root: every project file ``view_files`` listed
         self._roots: dict[Path, Optional[Path]] = {}  # directory -> its project root
         self._root_of: dict[str, Optional[Path]] = {}  # path -> ``root_for(path)``: asked about 3 times a file
         self.installed: set[str] = set()  # ... of them, under the environment's package directories
@@ -183,6 +184,7 @@ class Session:
                           f"project view reads the {VIEW_LIMIT:,} nearest the checked files (name a smaller root "
                           "with --project-root)", file=sys.stderr)
                 paths.extend(p for p in files if p not in skip)
+                self.listed[root] = files
         return paths
 
     def _load(self, path: Path, module: str, is_package: bool) -> Optional["FileFacts"]:

@@ -6,18 +6,19 @@ would select FWD through ``F``; that selection means pyflakes to everyone who wr
 explicit ``--select`` runs fwdlint only if it (or ``--extend-select``) names a prefix starting
 with ``FW``. The default selection runs it. flake8 applies ``# noqa`` and
 reports syntax errors itself (E999; a selection that runs fwdlint also selects E999 and E902, see
-``_select_unparsable``); valid Python that fwdlint cannot check (LibCST rejects it, or it is
+``flake8_codes.select_unparsable``); valid Python that fwdlint cannot check (LibCST rejects it, or it is
 nested too deeply) is ``FWD000`` at the place named, never silently clean. A selection entry
-starting with ``FW`` that names no rule (``FWD01``) is an error (``_refuse_unknown_codes``).
+starting with ``FW`` that names no rule (``FWD01``) is an error (``flake8_codes``).
 
 Each file is checked with its project's view (``layout``): every Python file under the project
 root (flake8's ``--exclude`` respected), read through the facts store and its cache. So
 ``flake8 model.py`` and pre-commit given only staged files reach the verdict ``fwdlint .`` does.
-The view is built once per flake8 process.
+The view is built once per flake8 process, and only for a file whose findings no earlier run
+stored (``results.FileLookup``: each process stores what it computed when it ends).
 
 flake8's default exclude leaves ``.venv`` in; fwdlint's own discovery skips it. The plugin cannot
 change what flake8 walks, so it says once, on stderr, when flake8 is about to check a virtual
-environment, with the exclude to add (``_warn_of_environments``).
+environment, with the exclude to add (``flake8_environments``).
 """
 
 from __future__ import annotations
@@ -28,24 +29,24 @@ import os
 import re
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar, Iterator, Optional, Sequence
+from typing import TYPE_CHECKING, Any, ClassVar, Iterator, Optional, Union
 
 from lint_rules import __version__, contract, few_collections, stop_parser_processes
 from lint_rules.rules import CODES
 
 if TYPE_CHECKING:
+    from lint_rules.diagnostics import Diagnostic, FileError
     from lint_rules.engine import Run, Session
     from lint_rules.environment import Environment
+    from lint_rules.facts.model import FileFacts
+    from lint_rules.project import ProjectIndex
+    from lint_rules.results import FileLookup
 
 # Nothing heavier than the two imports above at module level: flake8 imports every installed
 # plugin on every run, and with no FWD code selected this one must cost nothing (LibCST alone
 # takes ~130 ms to import). The engine is imported by the first file that needs it.
 
 
-#: flake8's own codes for a file it cannot read or tokenize (E902) or parse (E999): it runs no
-#: plugin on such a file, so FWD000 cannot be reported there (``_select_unparsable``).
-UNPARSABLE = ("E902", "E999")
-#: The one-line errors (``source.one_line``) of files Python itself cannot read or parse, which
 #: flake8 reports (E902, E999). Any other error is a file fwdlint could not check: FWD000.
 PYTHON_REPORTS = ("syntax error", "cannot decode", "cannot read")
 
@@ -143,6 +144,7 @@ class Plugin:
     run_options: ClassVar[Optional["Run"]] = None  # None: no FWD code selected
     stdin: ClassVar[bool] = False  # flake8 reads standard input (``flake8 -``)
     session: ClassVar[Optional["Session"]] = None
+    lookups: ClassVar[dict[Optional[Path], "FileLookup"]] = {}  # the stored findings of each project root
 
     def __init__(self, tree: ast.AST, lines: list[str], filename: str) -> None:
         self.lines = lines
@@ -188,14 +190,18 @@ class Plugin:
         explicit = [*(getattr(options, "select", None) or ()), *(getattr(options, "extend_select", None) or ())]
         if getattr(options, "select", None) and not any(p.upper().startswith("FW") for p in explicit):
             enabled = ()  # `--select E,F,W` means pyflakes, not every code that starts with F
-        _refuse_unknown_codes(options)
+        from lint_rules.flake8_codes import refuse_unknown_codes, select_unparsable
+
+        refuse_unknown_codes(options)
         _close_session()
         cls.stdin = "-" in (getattr(options, "filenames", None) or ())
         if not enabled:
             cls.run_options = None
             return
-        _select_unparsable(options)
-        _warn_of_environments(options)
+        select_unparsable(options)
+        from lint_rules.flake8_environments import warn_of_environments
+
+        warn_of_environments(options)
         from lint_rules.engine import Run
         from lint_rules.settings import Config
 
@@ -226,7 +232,6 @@ class Plugin:
             return
         from lint_rules.diagnostics import FileError
         from lint_rules.engine import Session
-        from lint_rules.layout import module_name_for
         from lint_rules.source import OVERLAY
 
         named = self.filename not in ("stdin", "-")  # --stdin-display-name names what standard input stands for
@@ -238,10 +243,15 @@ class Plugin:
             Plugin.session = Session(options, path if real else None)
             _close_at_exit()
         session = Plugin.session
-        built = len(session.views)
-        view = session.view(session.root_for(path) if real else None, [path] if real else [])  # near it
-        if len(session.views) > built:
-            _out_of_the_collectors_reach()
+        root = session.root_for(path) if real else None
+        lookup = _lookup(session, root, path) if real and not Plugin.stdin else None
+        key = session.store.read_keys([path])[0] if lookup is not None and lookup.checking(path) else None
+        if isinstance(key, str):
+            reused = lookup.found(path, key)  # type: ignore[union-attr]
+            if reused is not None:
+                _say_once("fwdlint: findings reused: nothing they depend on changed")
+                yield from self._lines(reused)
+                return
         if real:
             facts = session.store.facts(path)
         else:  # standard input: the text flake8 read, as UTF-8
@@ -255,16 +265,58 @@ class Plugin:
                 line, col = (int(at[1]), int(at[2]) - 1) if at else (1, 0)
                 yield line, max(col, 0), f"FWD000 fwdlint cannot check this file: {facts.message}", type(self)
             return
+        built = len(session.views)
+        view = session.view(root, [path] if real else [])  # the files near it first
+        if len(session.views) > built:
+            for extra in lookup.extras - {path} if lookup is not None else ():  # checked here before
+                _add(session, view, session.store.facts(extra))
+            _out_of_the_collectors_reach()
         if view.files.get(path) is not facts:  # a project file is in the view already
-            store = session.store
-            view.add(facts, module_name_for(Path(path), store.packages, store.directories)[2] if real else None)
+            _add(session, view, facts, real)
         try:
             found = session.check(view, facts, honour_noqa=False)
         except RecursionError:  # one file's depth must not end the whole flake8 run
             yield 1, 0, "FWD000 fwdlint cannot check this file: too deeply nested to analyse", type(self)
             return
+        if isinstance(key, str):
+            lookup.computed(path, key, found)  # type: ignore[union-attr]
+        yield from self._lines(found)
+
+    def _lines(self, found: "list[Diagnostic]") -> Iterator[tuple[int, int, str, type]]:
         for diagnostic in found:
             yield diagnostic.line, diagnostic.col, f"{diagnostic.code} {diagnostic.message}", type(self)
+
+
+def _lookup(session: "Session", root: Optional[Path], path: str) -> "FileLookup":
+    """The stored findings of ``root``'s project (``results.FileLookup``), one per root and process."""
+    lookup = Plugin.lookups.get(root)
+    if lookup is None:
+        from lint_rules.results import FileLookup
+
+        session.view_paths(root, [path])  # lists the project once, the files near ``path`` first
+        lookup = Plugin.lookups[root] = FileLookup(session, root, session.listed.get(root, []))
+    return lookup
+
+
+def _add(session: "Session", view: "ProjectIndex", facts: "Union[FileFacts, FileError]", real: bool = True) -> None:
+    from lint_rules.facts.model import FileFacts
+    from lint_rules.layout import module_name_for
+
+    if isinstance(facts, FileFacts):
+        store = session.store
+        view.add(facts, module_name_for(Path(facts.path), store.packages, store.directories)[2] if real else None)
+
+
+def _say_once(message: str) -> None:
+    """An INFO line ``flake8 -v`` shows, once per process."""
+    if message not in _SAID:
+        _SAID.add(message)
+        import logging
+
+        logging.getLogger("flake8.fwdlint").info("%s", message)
+
+
+_SAID: set[str] = set()
 
 
 def _out_of_the_collectors_reach() -> None:
@@ -280,9 +332,14 @@ def _out_of_the_collectors_reach() -> None:
 
 
 def _close_session() -> None:
-    """Stop the session's parser processes and close its cache (which also maintains it)."""
+    """Store the findings this process computed (``results.FileLookup``), stop the session's parser
+    processes and close its cache (which also maintains it)."""
     session, Plugin.session = Plugin.session, None
+    lookups, Plugin.lookups = Plugin.lookups, {}
     if session is not None:
+        for root, lookup in lookups.items():  # the findings this process computed, for the next run
+            if root in session.views:
+                lookup.store(session.views[root])
         session.store.close()
     stop_parser_processes()
 
@@ -294,142 +351,6 @@ def _close_at_exit() -> None:
     from multiprocessing import util
 
     util.Finalize(None, _close_session, exitpriority=10)
-
-
-def _fwd_entries(options: argparse.Namespace) -> Iterator[tuple[str, str]]:
-    """(option, entry) for every code in flake8's selection options that may be fwdlint's to judge:
-    it starts with ``FW`` in any case (as the gate in ``parse_options`` reads it), or with letters a
-    slip away from ``FWD`` (``_meant_for_fwdlint``); other codes belong to other plugins, and flake8
-    owns them."""
-    for name in ("select", "extend_select", "ignore", "extend_ignore"):
-        for entry in getattr(options, name, None) or ():
-            yield f"--{name.replace('_', '-')}", entry
-    per_file = getattr(options, "per_file_ignores", "") or ""
-    if "FW" in per_file.upper() or any(map(_meant_for_fwdlint, re.findall(r"[A-Za-z]+[0-9]*", per_file))):
-        from flake8.utils import parse_files_to_codes_mapping  # flake8's own reading of its option
-
-        for _, codes in parse_files_to_codes_mapping(per_file):
-            yield from (("--per-file-ignores", code) for code in codes)
-
-
-def _meant_for_fwdlint(entry: str) -> bool:
-    """A code whose letters are a slip away from ``FWD`` (``FDW001``, ``FD001``, ``DWF``, ``fdw``: two of
-    its letters in order, 2 to 4 letters) and that no installed flake8 plugin owns (the letters of
-    each ``flake8.extension`` entry point's name: ``E``, ``F``, ``C``, ``B``, ...; local plugins are not
-    seen), when fwdlint knows the code meant (``settings.close_codes``). flake8 itself accepts any
-    code, so ``--select FDW001`` would select nothing and pass forever."""
-    import difflib
-
-    letters = re.match(r"[A-Za-z]*", entry)[0].upper()  # type: ignore[index]
-    if letters.startswith("FW") or not 2 <= len(letters) <= 4 or difflib.SequenceMatcher(
-            None, letters, "FWD").ratio() < 0.6:
-        return False
-    from lint_rules.settings import close_codes
-
-    if not close_codes(entry):
-        return False
-    from importlib.metadata import entry_points
-
-    owned = {re.match(r"[A-Z]*", ep.name)[0] for ep in entry_points(group="flake8.extension")}  # type: ignore[index]
-    return letters not in owned
-
-
-def _refuse_unknown_codes(options: argparse.Namespace) -> None:
-    """``flake8 --select FWD01`` (or ``fwd001``, ``FWD999``) would select no FWD rule and pass
-    forever: one error line and exit status 2, as flake8's own usage errors. So would a slip in the
-    prefix (``FDW001``, ``FD001``) that no installed plugin owns (``_meant_for_fwdlint``); the error
-    says which code was meant."""
-    for option, entry in _fwd_entries(options):
-        if entry == "FWD000" or not (entry.upper().startswith("FW") or _meant_for_fwdlint(entry)):
-            continue  # FWD000: the plugin's "cannot check"
-        from lint_rules.bounded import printable
-        from lint_rules.settings import code_problem
-
-        problem = code_problem(entry)
-        if problem:
-            sys.stderr.write(f"fwdlint: error: flake8 {option} {printable(entry)}: {problem}\n")
-            raise SystemExit(2)
-
-
-#: Directories listed at most, breadth first, looking for environments below the paths flake8 was
-#: given (``_environments``): a few milliseconds; a project's ``.venv`` is at its top.
-ENVIRONMENT_SEARCH = 2000
-
-
-def _environments(paths: Sequence[str], exclude: Sequence[str]) -> dict[str, str]:
-    """The virtual environments (``pyvenv.cfg``), conda prefixes (``conda-meta/``) and ``site-packages``
-    directories flake8 is about to walk into, each with the ``exclude`` pattern that leaves it out: one
-    below a given directory that flake8's ``exclude``/``extend-exclude`` (and its defaults) leave in,
-    found as flake8's discovery walks (symlinked directories not followed; the first
-    ``ENVIRONMENT_SEARCH`` directories), by its name (``.venv``); one holding a given path by its path
-    (``.venv/*``: flake8 matches a given file by its own name or its whole path)."""
-    import functools
-    from collections import deque
-
-    from lint_rules.discover import matches, shorter_path
-
-    def environment(directory: str, names: Sequence[str]) -> bool:
-        return (os.path.basename(directory) == "site-packages" or "pyvenv.cfg" in names
-                or "conda-meta" in names and os.path.isdir(os.path.join(directory, "conda-meta")))
-
-    @functools.lru_cache(maxsize=None)
-    def holding(directory: str) -> Optional[str]:  # the outermost environment ``directory`` is in, if any
-        parent = os.path.dirname(directory)
-        outer = holding(parent) if parent != directory else None
-        markers = [name for name in ("pyvenv.cfg", "conda-meta") if os.path.exists(os.path.join(directory, name))]
-        return outer or (directory if environment(directory, markers) else None)
-
-    found: dict[str, str] = {}
-    queue: deque[str] = deque()
-    for given in paths or ["."]:
-        if given == "-" or matches(given, exclude):
-            continue
-        absolute = os.path.abspath(given)
-        holder = holding(os.path.dirname(absolute))
-        if holder:
-            found.setdefault(holder, os.path.join(shorter_path(holder), "*"))
-        elif os.path.isdir(absolute):
-            queue.append(given)
-    listed = 0
-    while queue and listed < ENVIRONMENT_SEARCH:
-        directory = queue.popleft()
-        listed += 1
-        try:
-            with os.scandir(directory) as listing:
-                entries = list(listing)
-        except OSError:
-            continue
-        if environment(directory, [entry.name for entry in entries]):
-            found.setdefault(os.path.abspath(directory), os.path.basename(os.path.normpath(directory)))
-            continue
-        for entry in sorted(entries, key=lambda e: e.name):
-            if entry.is_dir(follow_symlinks=False) and not matches(entry.path, exclude):
-                queue.append(entry.path)
-    return found
-
-
-def _warn_of_environments(options: argparse.Namespace) -> None:
-    """flake8's default ``exclude`` leaves virtual environments in (fwdlint's own discovery skips them),
-    so ``flake8 --select FWD .`` in a project with a ``.venv`` checks every installed package: minutes,
-    and other plugins may crash on them. The plugin cannot change flake8's discovery; it says so once
-    per run, on stderr, with the exclude to add. Once: in flake8's main process only, before any file
-    is checked (``-j`` workers forked from it never parse options; spawned ones do, and stay quiet)."""
-    import multiprocessing
-
-    from lint_rules.discover import shorter_path
-
-    if multiprocessing.parent_process() is not None:
-        return
-    exclude = [*(getattr(options, "exclude", None) or ()), *(getattr(options, "extend_exclude", None) or ())]
-    found = _environments(getattr(options, "filenames", None) or [], exclude)
-    if not found:
-        return
-    names = ",".join(dict.fromkeys(found.values()))
-    listed = ", ".join(map(shorter_path, list(found)[:3])) + (f" (+{len(found) - 3} more)" if len(found) > 3 else "")
-    sys.stderr.write(f"fwdlint: warning: flake8 will check the installed packages in {listed} (a virtual "
-                     f"environment: flake8's default exclude does not skip it, fwdlint's does). Add "
-                     f"--extend-exclude={names}, or "
-                     f"extend-exclude = {names} under [flake8] in setup.cfg, tox.ini or .flake8\n")
 
 
 def _observed(record: str, source: Optional[str] = None) -> tuple[Any, ...]:
@@ -445,21 +366,3 @@ def _observed(record: str, source: Optional[str] = None) -> tuple[Any, ...]:
     except run_record.RecordError as exc:
         sys.stderr.write(f"{source}: {exc}\n" if source else f"fwdlint: error: flake8 --fwd-from-record {exc}\n")
         raise SystemExit(2) from None
-
-
-def _select_unparsable(options: argparse.Namespace) -> None:
-    """flake8 runs no plugin on a file Python cannot parse and reports E999 (E902: cannot read or
-    tokenize) instead, which ``--select FWD`` filters out: such a file would pass as clean. So a
-    run that checks FWD codes also selects those two, unless ``--ignore``/``--extend-ignore``
-    names them (or a prefix of them)."""
-    try:
-        from flake8.style_guide import Decision, DecisionEngine
-
-        engine = DecisionEngine(options)
-    except (ImportError, AttributeError):  # a flake8 without the decision engine selects everything
-        return
-    ignored = [*(getattr(options, "ignore", None) or ()), *(getattr(options, "extend_ignore", None) or ())]
-    add = [code for code in UNPARSABLE
-           if engine.decision_for(code) is not Decision.Selected and not code.startswith(tuple(ignored))]
-    if add:
-        options.extend_select = [*(getattr(options, "extend_select", None) or ()), *add]

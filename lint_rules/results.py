@@ -15,6 +15,9 @@ end, a docstring reworded), only the edited files are parsed, and the earlier fi
 when their facts came out the same. Any other edit re-checks every file (from cached facts: only the
 edited files are parsed again).
 
+The flake8 plugin checks a file at a time, in several processes: it stores and reuses findings
+file by file, under the same inputs (``FileLookup``).
+
 Stored in the facts database (``store``), a few versions per first checked path, as JSON.
 """
 
@@ -34,11 +37,14 @@ from lint_rules.stamps import blake2b
 
 if TYPE_CHECKING:
     from lint_rules.engine import Result, Session
+    from lint_rules.project import ProjectIndex
     from lint_rules.store import FactsStore
 
 FORMAT = "4"  # of the stored value (4: a finding's steps and related places)
 _PREFIX = "R:"  # the store's slot for stored runs: "R:" + the first checked path (pruned with it)
 _FACTS_PREFIX = "P:"  # ... for the pointers from a run's facts key to its key, and their slot
+_FILE_PREFIX = "F:"  # ... for one file's findings (``FileLookup``): "F:" + the file's path
+_PROBES_PREFIX = "Q:"  # ... for what a ``FileLookup`` view looked at on disk: "Q:" + a file it checked
 #: Files a run parses before it looks its findings up by the files' facts (``Lookup.found``): any more
 #: and it is a cold run or a switch of branches, not an edit (and its progress line shows the parsing).
 AT_MOST_PARSED = 16
@@ -81,13 +87,10 @@ class Lookup:
 
     def __init__(self, session: Session, paths: list[str]) -> None:
         self.session = session
-        store, run, env = session.store, session.run, session.environment
+        store = session.store
         given = store.read_keys(paths)
         self.keys: dict[str, str] = {path: key for path, key in zip(paths, given) if isinstance(key, str)}
-        self._options: list[object] = [
-            FORMAT, _own_code(store), sys.version_info[:2], os.getcwd(), repr(run.config), run.select, run.ignore,
-            run.exclude, run.per_file_ignores, str(run.project_root), env.python, [str(root) for root in env.roots],
-            env.version, [distribution_version(env.roots, name) for name in VERSIONED]]
+        self._options = _run_options(session)
         # the files whose keys name the run: the checked ones, then each project view's, by root
         self._files: list[tuple[str, list[tuple[str, Union[str, FileError]]]]] = [("", list(zip(paths, given)))]
         for root, group in sorted(session.by_root(paths).items(), key=lambda item: str(item[0])):
@@ -138,14 +141,14 @@ class Lookup:
         pointer = cache.get(_FACTS_PREFIX + facts_key) if facts_key is not None else None
         text = cache.get(pointer) if pointer is not None else None
         stored = self._read(text) if text is not None else None
-        if stored is not None and self._unmoved():  # the next run with these files takes the short way
+        if stored is not None and _unmoved(self.session, self.keys):  # the next run with these files: the short way
             cache.put(self.key, text, self.slot)  # type: ignore[arg-type]
         return stored
 
     def _read(self, text: str) -> Optional[Stored]:
         try:
             stored = json.loads(text)
-            if stored["format"] != FORMAT or not all(self._unchanged(probe) for probe in stored["probed"]):
+            if stored["format"] != FORMAT or not all(_unchanged(self.session, probe) for probe in stored["probed"]):
                 return None
             return Stored([_diagnostic(row) for row in stored["diagnostics"]],
                           [FileError(*row) for row in stored["errors"]], tuple(stored["resolved"]),
@@ -153,21 +156,16 @@ class Lookup:
         except (ValueError, TypeError, KeyError):  # a value we cannot read: run again
             return None
 
-    def _unmoved(self) -> bool:
-        """Are the files as this run's key says (none changed while the run read it)?"""
-        keys = self.session.store.keys
-        return all(keys.get((path, True), key) == key for path, key in self.keys.items())
-
     def store(self, result: Result) -> None:
         """Keep ``result`` for the next identical run, unless a file changed while this one read it;
         named by the files' facts too (``_facts_key``)."""
         session = self.session
         cache, keys = session.store.cache, session.store.keys
-        if cache is None or not self._unmoved():
+        if cache is None or not _unmoved(self.session, self.keys):
             return
         if session.store.failed:  # a timeout or a memory limit is not what the files say: never replayed
             return
-        probed = [self._recorded(probe, keys) for view in session.views.values() for probe in view.probed]
+        probed = [_recorded(probe, keys) for view in session.views.values() for probe in view.probed]
         value = {"format": FORMAT, "probed": probed,
                  "diagnostics": [_row(d) for d in result.diagnostics],
                  "errors": [[e.path, e.message] for e in result.errors],
@@ -178,26 +176,114 @@ class Lookup:
         if facts_key is not None:
             cache.put(_FACTS_PREFIX + facts_key, self.key, _FACTS_PREFIX + self.slot[len(_PREFIX):])
 
-    @staticmethod
-    def _recorded(probe: tuple, keys: dict[tuple[str, bool], str]) -> list[object]:
-        if probe[0] == "file":
-            kind, path, module, is_package, found = probe
-            # found: the key its facts were read by ("" unreadable); missing: None
-            return [kind, path, module, is_package, keys.get((path, False), "") if found else None]
-        return list(probe)
 
-    def _unchanged(self, probe: list) -> bool:
-        if probe[0] == "file":
-            _, path, module, is_package, key = probe
-            if not os.path.isfile(path):
-                return key is None
-            (now,) = self.session.store.read_keys([path], locate=False, module=(module, bool(is_package)))
-            return key == (now if isinstance(now, str) else "")
-        if probe[0] == "present":
-            _, top, roots, found = probe
-            return environment.package_present(roots, top) == found
-        _, directory, names = probe
-        return names == [path.name for path in modules_in(Path(directory))]
+class FileLookup:
+    """The findings of single files, each checked with its project's view (the flake8 plugin checks a
+    file at a time, spread over ``-j`` processes, each with its own view).
+
+    A file's findings are named by the project's key (the run's options and the content key of every
+    listed file of the view) and the file's own key; each process stores the findings it computed
+    when it ends (``store``), with what its view looked at on disk, and any process reuses them while
+    that is as it was. Reused and stored only while the view holds the listed files alone (besides
+    the file checked): a file outside the listing that flake8 checked earlier in the same process
+    (``extras``) joins that process's view, and the answer would depend on flake8's order."""
+
+    def __init__(self, session: Session, root: Optional[Path], listed: list[str]) -> None:
+        self.session = session
+        given = session.store.read_keys(listed)
+        self.keys: dict[str, str] = {path: key for path, key in zip(listed, given) if isinstance(key, str)}
+        self.listed = set(listed)
+        named = [*_run_options(session), str(root), [(path, _text(key)) for path, key in zip(listed, given)]]
+        self.key = blake2b(repr(named).encode("utf-8", "surrogateescape"), digest_size=20).hexdigest()
+        self.extras: set[str] = set()  # checked files outside the listing, in this process
+        self._computed: dict[str, tuple[str, list[Diagnostic]]] = {}  # path -> (its key, findings): to store
+        self._probes_hold: dict[str, bool] = {}  # a stored probe list's key -> still as it was
+
+    def _file_key(self, path: str, key: str) -> str:
+        return _FILE_PREFIX + blake2b(repr((self.key, path, key)).encode("utf-8", "surrogateescape"),
+                                      digest_size=20).hexdigest()
+
+    def checking(self, path: str) -> bool:
+        """Note ``path`` as checked; may its findings be reused and stored?"""
+        if path not in self.listed:
+            self.extras.add(path)
+        return self.extras <= {path}
+
+    def found(self, path: str, key: str) -> Optional[list[Diagnostic]]:
+        """The stored findings of ``path`` (content key ``key``), if everything they depend on is as it was."""
+        cache = self.session.store.cache
+        text = cache.get(self._file_key(path, key)) if cache is not None else None
+        if text is None:
+            return None
+        try:
+            probes, rows = json.loads(text)
+            return [_diagnostic(row) for row in rows] if self._still(probes) else None
+        except (ValueError, TypeError):  # a value we cannot read: check again
+            return None
+
+    def _still(self, probes: str) -> bool:
+        """Is what the stored probe list ``probes`` saw on disk still there? (Once per process.)"""
+        if probes not in self._probes_hold:
+            cache = self.session.store.cache
+            text = cache.get(probes) if cache is not None else None
+            self._probes_hold[probes] = text is not None and all(
+                _unchanged(self.session, probe) for probe in json.loads(text))
+        return self._probes_hold[probes]
+
+    def computed(self, path: str, key: str, diagnostics: list[Diagnostic]) -> None:
+        self._computed[path] = (key, diagnostics)
+
+    def store(self, view: ProjectIndex) -> None:
+        """Keep the findings computed with ``view``, unless a file changed while this process read it."""
+        session = self.session
+        cache, keys = session.store.cache, session.store.keys
+        checked = {path: key for path, (key, _) in self._computed.items()}
+        if cache is None or not checked or session.store.failed or not _unmoved(session, {**self.keys, **checked}):
+            return
+        text = json.dumps([_recorded(probe, keys) for probe in view.probed])
+        probes = _PROBES_PREFIX + blake2b(text.encode("utf-8", "surrogateescape"), digest_size=20).hexdigest()
+        cache.put(probes, text, _PROBES_PREFIX + next(iter(checked)))
+        for path, (key, diagnostics) in self._computed.items():
+            cache.put(self._file_key(path, key), json.dumps([probes, [_row(d) for d in diagnostics]]),
+                      _FILE_PREFIX + path)
+
+
+def _run_options(session: Session) -> list[object]:
+    """What every finding depends on besides the files: fwdlint's code, the options, the environment."""
+    store, run, env = session.store, session.run, session.environment
+    return [FORMAT, _own_code(store), sys.version_info[:2], os.getcwd(), repr(run.config), run.select, run.ignore,
+            run.exclude, run.per_file_ignores, str(run.project_root), env.python, [str(root) for root in env.roots],
+            env.version, [distribution_version(env.roots, name) for name in VERSIONED]]
+
+
+def _unmoved(session: Session, keys: dict[str, str]) -> bool:
+    """Are the files as ``keys`` says (none changed while the run read it)?"""
+    read = session.store.keys
+    return all(read.get((path, True), key) == key for path, key in keys.items())
+
+
+def _recorded(probe: tuple, keys: dict[tuple[str, bool], str]) -> list[object]:
+    """A probe of ``ProjectIndex.probed`` as stored."""
+    if probe[0] == "file":
+        kind, path, module, is_package, found = probe
+        # found: the key its facts were read by ("" unreadable); missing: None
+        return [kind, path, module, is_package, keys.get((path, False), "") if found else None]
+    return list(probe)
+
+
+def _unchanged(session: Session, probe: list) -> bool:
+    """Is what a stored probe saw on disk still there?"""
+    if probe[0] == "file":
+        _, path, module, is_package, key = probe
+        if not os.path.isfile(path):
+            return key is None
+        (now,) = session.store.read_keys([path], locate=False, module=(module, bool(is_package)))
+        return key == (now if isinstance(now, str) else "")
+    if probe[0] == "present":
+        _, top, roots, found = probe
+        return environment.package_present(roots, top) == found
+    _, directory, names = probe
+    return names == [path.name for path in modules_in(Path(directory))]
 
 
 def _row(d: Diagnostic) -> list[object]:

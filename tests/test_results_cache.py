@@ -293,3 +293,89 @@ def test_a_module_added_next_to_an_installed_abstract_class_is_seen(project: Pat
     assert reused(project, *args).code == 0
     (package / "impl.py").write_text(IMPLEMENTATION)
     assert "FWD001 Model.generate" in fresh(project, *args).out
+
+
+# flake8 checks a file at a time, in -j processes: each file's findings are stored and reused
+# (``results.FileLookup``) while the project and what its view looked at on disk are as they were.
+FLAKE8_REUSED = "fwdlint: findings reused: nothing they depend on changed"
+
+
+def flake8(cwd: Path, *args: str) -> Outcome:
+    proc = subprocess.run([sys.executable, "-m", "flake8", "-v", "--select", "FWD", *args], cwd=cwd,
+                          capture_output=True, text=True, timeout=180, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert proc.returncode in (0, 1), proc.stderr[-2000:]
+    return Outcome(proc.returncode, proc.stdout, FLAKE8_REUSED in proc.stderr)
+
+
+def flake8_reused(cwd: Path, *args: str) -> Outcome:
+    warm, cold = flake8(cwd, *args), flake8(cwd, "--fwd-no-cache", *args)
+    assert warm.reused and not cold.reused
+    assert (warm.code, sorted(warm.out.splitlines())) == (cold.code, sorted(cold.out.splitlines()))
+    return warm
+
+
+def flake8_fresh(cwd: Path, *args: str) -> Outcome:
+    warm, cold = flake8(cwd, *args), flake8(cwd, "--fwd-no-cache", *args)
+    assert not warm.reused
+    assert (warm.code, sorted(warm.out.splitlines())) == (cold.code, sorted(cold.out.splitlines()))
+    return warm
+
+
+@pytest.mark.parametrize("jobs", ["1", "2"])
+def test_flake8_reuses_a_files_findings_while_nothing_they_depend_on_changed(project: Path, jobs: str) -> None:
+    (project / "other.py").write_text(MODEL.replace("Net", "Other"))
+    first = flake8_fresh(project, "-j", jobs, ".")
+    assert first.code == 1 and "FWD001 Net.generate" in first.out and "FWD001 Other.generate" in first.out
+    assert flake8_reused(project, "-j", jobs, ".").out.count("FWD001") == 2
+    assert flake8_reused(project, "-j", jobs, "model.py").code == 1  # pre-commit's staged files: the same rows
+    (project / "train.py").write_text(MARK)  # a registration in another file of the view
+    assert "FWD001 Net.generate" not in flake8_fresh(project, "-j", jobs, ".").out
+    marks = MARK.replace("model import Net", "other import Other").replace("Net()", "Other()")
+    (project / "marks.py").write_text(marks)
+    assert flake8_fresh(project, "-j", jobs, ".").code == 0
+    (project / "marks.py").unlink()
+    assert flake8_reused(project, "-j", jobs, ".").out.count("FWD001") == 1  # as the run before saw it
+
+
+def test_flake8_reads_a_package_installed_or_edited_since(project: Path, venv: Path) -> None:
+    (project / "head.py").write_text(HEAD)
+    args = ("--fwd-python-executable", str(venv), "head.py")
+    assert "FWD005 package 'extlib' is not installed" in flake8_fresh(project, *args).out
+    assert flake8_reused(project, *args).code == 1
+    package = site_packages(venv / "bin" / "python") / "extlib"
+    package.mkdir()
+    (package / "__init__.py").write_text("import torch.nn as nn\n\n\nclass Base(nn.Module):\n    pass\n")
+    assert "FWD001 Head.generate" in flake8_fresh(project, *args).out  # the package looked for, missing before
+    (package / "__init__.py").write_text("class Base:\n    pass\n")
+    assert flake8_fresh(project, *args).code == 0  # the installed file it read
+
+
+def test_flake8_a_file_outside_the_project_listing_is_checked_as_before(project: Path) -> None:
+    """``node_modules`` is left out of project views but flake8 checks it: it joins the view of the
+    process that checks it, so the files checked after it there are neither reused nor stored."""
+    (project / "node_modules").mkdir()
+    (project / "node_modules" / "marks.py").write_text(MARK)
+    # checked in the order given: model.py with marks.py in its view, where the registration is seen
+    assert flake8(project, "-j", "1", "node_modules/marks.py", "model.py").code == 0
+    assert flake8_fresh(project, "-j", "1", "model.py").code == 1  # alone: the view is the project's
+    assert flake8_reused(project, "-j", "1", "model.py").code == 1
+
+
+def test_flake8_findings_of_a_file_changed_while_the_process_read_it_are_not_stored(project: Path) -> None:
+    path = str(project / "model.py")
+    session = Session(Run(), path)
+    try:
+        root = session.root_for(path)
+        session.view_paths(root, [path])
+        lookup = results.FileLookup(session, root, session.listed[root])
+        [key] = session.store.read_keys([path])
+        assert isinstance(key, str) and lookup.checking(path) and lookup.found(path, key) is None
+        (project / "train.py").write_text(MARK)  # after the key was computed, before any file was read
+        view = session.view(root, [path])
+        facts = session.store.facts(path)
+        view.add(facts, "model")  # type: ignore[arg-type]
+        lookup.computed(path, key, session.check(view, facts))  # type: ignore[arg-type]
+        lookup.store(view)
+        assert lookup.found(path, key) is None
+    finally:
+        session.store.close()
