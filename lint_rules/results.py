@@ -153,7 +153,7 @@ class Lookup:
             return Stored([_diagnostic(row) for row in stored["diagnostics"]],
                           [FileError(*row) for row in stored["errors"]], tuple(stored["resolved"]),
                           stored["installed"], tuple(stored["coverage"]) if stored.get("coverage") else None)
-        except (ValueError, TypeError, KeyError):  # a value we cannot read: run again
+        except (ValueError, TypeError, KeyError, IndexError):  # a value we cannot read: run again
             return None
 
     def store(self, result: Result) -> None:
@@ -218,7 +218,7 @@ class FileLookup:
         try:
             probes, rows = json.loads(text)
             return [_diagnostic(row) for row in rows] if self._still(probes) else None
-        except (ValueError, TypeError):  # a value we cannot read: check again
+        except (ValueError, TypeError, IndexError):  # a value we cannot read: check again
             return None
 
     def _still(self, probes: str) -> bool:

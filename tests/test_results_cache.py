@@ -9,8 +9,10 @@ import os
 import shutil
 import subprocess
 import sys
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Iterator
 
 import pytest
 from fixture_cases import site_packages, torch_site
@@ -361,7 +363,9 @@ def test_flake8_a_file_outside_the_project_listing_is_checked_as_before(project:
     assert flake8_reused(project, "-j", "1", "model.py").code == 1
 
 
-def test_flake8_findings_of_a_file_changed_while_the_process_read_it_are_not_stored(project: Path) -> None:
+@contextmanager
+def model_lookup(project: Path) -> Iterator[tuple[Session, results.FileLookup, str, str]]:
+    """A session with the stored findings of ``project`` (as the flake8 plugin's), for model.py and its key."""
     path = str(project / "model.py")
     session = Session(Run(), path)
     try:
@@ -369,13 +373,30 @@ def test_flake8_findings_of_a_file_changed_while_the_process_read_it_are_not_sto
         session.view_paths(root, [path])
         lookup = results.FileLookup(session, root, session.listed[root])
         [key] = session.store.read_keys([path])
-        assert isinstance(key, str) and lookup.checking(path) and lookup.found(path, key) is None
+        assert isinstance(key, str) and session.store.cache is not None
+        yield session, lookup, path, key
+    finally:
+        session.store.close()
+
+
+def test_flake8_findings_of_a_file_changed_while_the_process_read_it_are_not_stored(project: Path) -> None:
+    with model_lookup(project) as (session, lookup, path, key):
+        assert lookup.checking(path) and lookup.found(path, key) is None
         (project / "train.py").write_text(MARK)  # after the key was computed, before any file was read
+        root = session.root_for(path)
         view = session.view(root, [path])
         facts = session.store.facts(path)
         view.add(facts, "model")  # type: ignore[arg-type]
         lookup.computed(path, key, session.check(view, facts))  # type: ignore[arg-type]
         lookup.store(view)
         assert lookup.found(path, key) is None
-    finally:
-        session.store.close()
+
+
+def test_a_damaged_stored_file_finding_is_checked_again(project: Path) -> None:
+    with model_lookup(project) as (session, lookup, path, key):
+        cache = session.store.cache
+        assert cache is not None
+        cache.put("Q:empty", "[[]]", "Q:" + path)  # a probe list whose probe is empty
+        for damaged in ("not json", "[1]", '["Q:missing", []]', '["Q:empty", []]', '["Q:empty", [[]]]'):
+            cache.put(lookup._file_key(path, key), damaged, "F:" + path)
+            assert lookup.found(path, key) is None, damaged
