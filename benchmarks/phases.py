@@ -275,9 +275,11 @@ def phases_child(tree: str, counts: str, files: list[str]) -> None:
     clock.wrap(workers.Pool, "map", "waiting for the parser processes")
     clock.wrap(workers, "_Worker", "starting parser processes")
     clock.wrap(store.FactsStore, "facts_many", "reading files, hashing keys")
-    clock.wrap(store._Cache, "get", "cache I/O")
-    clock.wrap(store._Cache, "put", "cache I/O")
-    clock.wrap(store._Cache, "close", "cache I/O")
+    cache = getattr(store, "_Cache", None)  # a tree from before lint_rules/cache_file.py
+    if cache is None:
+        from lint_rules.cache_file import Cache as cache
+    for method in ("get", "put", "close"):
+        clock.wrap(cache, method, "cache I/O")
     clock.wrap(codec, "encode", "cache I/O")
     clock.wrap(codec, "decode", "cache I/O")
     clock.wrap(engine.Session, "view", "project view")

@@ -83,7 +83,7 @@ def test_a_configured_record_s_refusal_names_the_file_and_key(tmp_path: Path, co
     "setup.cfg:[flake8]\nfwd-cache-dir = a\0b\n"], ids=["toml", "ini", "ini-flake8-section"])
 @pytest.mark.parametrize("front", ["cli", "flake8"])
 def test_a_cache_dir_holding_a_nul_is_refused_in_one_line(tmp_path: Path, config: str, front: str) -> None:
-    """It was a ValueError traceback from the cache's mkdir (store._claim)."""
+    """It was a ValueError traceback from the cache's mkdir (cache_file._claim)."""
     name, text = config.split(":", 1)
     (tmp_path / name).write_text(text)
     (tmp_path / "m.py").write_text(MODEL)

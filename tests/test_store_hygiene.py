@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from fixture_cases import ROOT, run_cli
 
-from lint_rules import store
+from lint_rules import cache_file
 from lint_rules.engine import Run, analyse
 from lint_rules.store import FactsStore
 
@@ -103,7 +103,7 @@ def test_a_tag_being_written_by_another_run_is_waited_for(project: Path) -> None
     proc = subprocess.Popen([sys.executable, "-m", "lint_rules.cli", "model.py"], cwd=project, text=True,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, env={**os.environ, "PYTHONPATH": str(ROOT)})
     time.sleep(1.5)  # longer than the old wait (0.5 s) after the run's start-up
-    (cache / "CACHEDIR.TAG").write_text(store.TAG_TEXT)
+    (cache / "CACHEDIR.TAG").write_text(cache_file.TAG_TEXT)
     out, err = proc.communicate(timeout=120)
     assert proc.returncode == 1 and "GPT.sample" in out and err == ""
     assert len(_databases(cache)) == 1
@@ -259,7 +259,7 @@ def test_edits_of_one_file_do_not_pile_up(project: Path) -> None:
 
 
 def test_entries_of_deleted_files_are_pruned(project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("lint_rules.store._MAINTAIN_EVERY", 1, raising=False)
+    monkeypatch.setattr("lint_rules.cache_file._MAINTAIN_EVERY", 1)
     cache = project / ".fwdlint_cache"
     for name in ("gone.py", "model.py"):
         if name == "gone.py":
@@ -292,16 +292,14 @@ def test_flake8_closes_its_cache(project: Path, jobs: str) -> None:
 def test_a_tag_written_by_another_run_while_this_one_looks(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Two runs claim one new cache directory: the other run tags it just as this one lists it. The
     tag is then seen (and waited for), not taken for a stranger's file: no warning, the cache is used."""
-    from lint_rules import store
-
-    directory = tmp_path / store.CACHE_DIR_NAME
+    directory = tmp_path / cache_file.CACHE_DIR_NAME
     directory.mkdir()
     listdir = os.listdir
 
     def tagged_meanwhile(path: "str | os.PathLike[str]") -> list[str]:
-        if Path(path) == directory and not (directory / store.TAG_NAME).exists():
-            (directory / store.TAG_NAME).write_text(store.TAG_TEXT)  # the other run, at that moment
+        if Path(path) == directory and not (directory / cache_file.TAG_NAME).exists():
+            (directory / cache_file.TAG_NAME).write_text(cache_file.TAG_TEXT)  # the other run, at that moment
         return listdir(path)
 
     monkeypatch.setattr(os, "listdir", tagged_meanwhile)
-    assert store.cache_directory(directory) == directory
+    assert cache_file.cache_directory(directory) == directory
