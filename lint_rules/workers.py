@@ -392,12 +392,15 @@ def close_shared() -> None:
 def on_deep_stack(function: Callable[..., Any], *args: Any) -> Any:
     """``function(*args)`` on a thread with a ``STACK_BYTES`` stack and ``RECURSION_LIMIT``: for
     work in this process that parses files the workers parsed already (``--fix``), which must not
-    overflow the main thread's stack where a worker's did not."""
+    overflow the main thread's stack where a worker's did not. Under an address-space limit
+    (``RLIMIT_AS``) that cannot hold such a stack beside what the process has mapped, a smaller
+    one with a recursion limit in proportion; with none, the calling thread as it is (deeper files
+    are then "too deeply nested" sooner, never a crash)."""
     outcome: list[Any] = []
 
-    def run() -> None:
+    def run(recursion: int) -> None:
         limit = sys.getrecursionlimit()
-        sys.setrecursionlimit(max(limit, RECURSION_LIMIT))
+        sys.setrecursionlimit(max(limit, recursion))
         try:
             outcome.append((True, function(*args)))
         except BaseException as error:  # noqa: B036 - re-raised in the calling thread
@@ -405,12 +408,19 @@ def on_deep_stack(function: Callable[..., Any], *args: Any) -> Any:
         finally:
             sys.setrecursionlimit(limit)
 
-    previous = threading.stack_size(STACK_BYTES)
-    try:
-        thread = threading.Thread(target=run, name="fwdlint-deep-stack", daemon=True)
-        thread.start()
-    finally:
-        threading.stack_size(previous)
+    for share in (1, 4, 16):
+        previous = threading.stack_size(STACK_BYTES // share)
+        try:
+            thread = threading.Thread(target=run, args=(RECURSION_LIMIT // share,), name="fwdlint-deep-stack",
+                                      daemon=True)
+            thread.start()
+            break
+        except RuntimeError:  # "can't start new thread": no room for this stack
+            continue
+        finally:
+            threading.stack_size(previous)
+    else:
+        return function(*args)
     thread.join()
     ok, value = outcome[0]
     if not ok:
