@@ -12,12 +12,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Iterable, NamedTuple, Optional, Sequence
 
 from lint_rules import environment, few_collections
+from lint_rules.cache_file import CACHE_DIR_NAME, default_cache_dir
 from lint_rules.environment import Environment
 from lint_rules.diagnostics import Diagnostic, FileError, shown
 from lint_rules.discover import matches, normalize_pattern, real_path
 from lint_rules.layout import VIEW_LIMIT, find_root, module_name_for, view_files
 from lint_rules.settings import Config
-from lint_rules.store import CACHE_DIR_NAME, FactsStore, default_cache_dir
+from lint_rules.store import FactsStore
 
 if TYPE_CHECKING:  # the analysis imports them (``_analyse``): findings reused need neither
     from lint_rules.facts.model import FileFacts

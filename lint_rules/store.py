@@ -21,13 +21,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Optional, Sequence, Union
 
 from lint_rules import __version__
-from lint_rules.cache_file import CACHE_DIR_NAME, Cache, cache_directory, default_cache_dir
+from lint_rules.cache_file import Cache, cache_directory
 from lint_rules.diagnostics import FileError
 from lint_rules.layout import module_name_for
 from lint_rules.source import OVERLAY, decode, one_line, python_parse, python_syntax_error
 from lint_rules.stamps import Stamps, blake2b, digest
-
-__all__ = ["CACHE_DIR_NAME", "FactsStore", "cache_directory", "default_cache_dir"]
 
 #: The code whose changes change the STORED facts (rules run on facts after the cache, so they are
 #: not here): the collectors, what they import from outside ``facts`` (noqa comments, the shared
