@@ -38,7 +38,7 @@ LINE_END = re.compile(r"\r\n|\r|\n")
 
 def split_lines(text: str) -> list[str]:
     """``text`` split into lines as Python's tokenizer counts them (line ends dropped)."""
-    return LINE_END.split(text)
+    return text.split("\n") if "\r" not in text else LINE_END.split(text)
 
 
 def line_breaks(text: str, start: int = 0, end: int | None = None) -> int:

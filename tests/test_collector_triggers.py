@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from lint_rules.facts.forward_patches import ForwardPatches
-from lint_rules.facts.model_flow import _TRIGGER, ModelFlow
+from lint_rules.facts.model_flow import ModelFlow
 
 SET_UPS = ["fabric.setup(model)", "fabric.setup_module (model)", "fully_shard(layer)", "DistributedDataParallel",
            "FullyShardedDataParallel", "accelerator.prepare(model)", "accelerator.prepare_model(model)",
@@ -16,11 +16,12 @@ SET_UPS = ["fabric.setup(model)", "fabric.setup_module (model)", "fully_shard(la
 
 @pytest.mark.parametrize("text", SET_UPS)
 def test_every_set_up_text_is_wanted(text: str) -> None:
-    assert _TRIGGER.search(text) is not None  # the sample is one the pattern stands for
+    assert ModelFlow.wanted(text)
     assert ModelFlow.wanted(f"import torch\n{text}\n")
 
 
-@pytest.mark.parametrize("text", ["from x import DDPM", "self.prepared = 1", "class Setup: pass"])
+@pytest.mark.parametrize("text", ["from x import DDPM", "self.prepared = 1", "class Setup: pass", "class MyDDP: pass",
+                                  "USE_FSDP2 = True", "x = FSDP_"])
 def test_other_text_is_not_a_set_up(text: str) -> None:
     assert not ModelFlow.wanted(text)
 

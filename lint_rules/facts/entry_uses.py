@@ -24,10 +24,10 @@ from lint_rules.facts.model import (
 from lint_rules.facts.guards import GuardReader, constant_arguments
 from lint_rules.facts.model_flow import ModelFlow
 from lint_rules.facts.names import Names
-from lint_rules.facts.traversal import Collector, FileWalk, Scope
+from lint_rules.facts.traversal import Collector, FileWalk, Scope, with_twins
 from lint_rules.facts.walk import (
-    FUNCTIONS, LEAVES, Arg, Param, arg_slots, call_args, child_nodes, dotted_name, is_constant, is_super_call, is_type_of, params,
-    positional_params, render_chain, split_chain, string_value,
+    FUNCTIONS, LEAVES, Arg, Param, arg_slots, call_args, child_nodes, dotted_name, expand_children, is_constant,
+    is_super_call, is_type_of, params, positional_params, render_chain, split_chain, stored_names, string_value,
 )
 from lint_rules.vocabulary import (
     ADD_ELEMENT, ADD_SUBMODULE, CALLS_FIRST, COPY_FUNCS, ELEMENT_METHODS, FORWARD_NAMES, MODULE_CONTAINERS,
@@ -407,7 +407,7 @@ class MethodScan:
         ``mode += 1``, ``for mode in ...``): the test no longer reads what the caller passed."""
         if not any(use.guards for _, use in self.uses):
             return self.uses
-        bound = {node.id for node in ast.walk(fn) if type(node) is ast.Name and type(node.ctx) is not ast.Load}
+        bound = stored_names(fn)
         return [(node, dataclasses.replace(use, guards=tuple(g for g in use.guards if g.param not in bound))
                  if any(g.param in bound for g in use.guards) else use) for node, use in self.uses]
 
@@ -740,11 +740,14 @@ class EntryUses(Collector):
         start = fn.lineno
         text = "\n".join(self.walk.lines[start - 1:fn.end_lineno])
         found: dict[str, Use] = {}
+        line, counted = start, 0  # lines are counted on from the last one found, not from the top
         for match in re.finditer(rf"\b{re.escape(self_name)}\.([A-Za-z_]\w*)\b(?!\s*(?:\(|=[^=]))", text):
             attr = match.group(1)
             if attr not in found:
-                line = start + text.count("\n", 0, match.start()) if self.walk.locate else 0
-                found[attr] = Use(READ, "", line, f"{self_name}.{attr}", attr)
+                if self.walk.locate:
+                    line += text.count("\n", counted, match.start())
+                    counted = match.start()
+                found[attr] = Use(READ, "", line if self.walk.locate else 0, f"{self_name}.{attr}", attr)
         return tuple(found.values())
 
     def _function(self, fn: ast.FunctionDef, name: str, locate: bool, bound: bool = False) -> FunctionFacts:
@@ -759,7 +762,7 @@ class EntryUses(Collector):
         # `pretrained=False`, `depth: int`: flags and numbers are never modules, whatever they are handed to
         plain = {p.name for p in every if _not_module(p.default) or (
             type(p.annotation) is ast.Name and p.annotation.id in PLAIN_TYPES)}
-        candidates, returned = _module_candidates(fn, set(names) - plain, handed_on=not bound)
+        candidates, returned, handled = _module_candidates(fn, set(names) - plain, handed_on=not bound)
         if bound:
             returned = []  # what a method returns is its MethodFacts' to say
         runs = []
@@ -768,8 +771,10 @@ class EntryUses(Collector):
             if param not in candidates or param == "cls":  # `cls(...)` builds an instance, runs nothing
                 continue
             scan = self.current = MethodScan.for_function(self.walk.names, fn, "method", param)
+            scope = Scope("function", fn, None, "")
             try:
-                self.walk.expressions(fn.body, Scope("function", fn, None, ""), only=self)
+                for node in handled:
+                    getattr(self, _HANDLED[type(node)])(node, scope)
             finally:
                 self.current = None
             scan.resolve_local_calls()
@@ -807,19 +812,26 @@ class EntryUses(Collector):
         return tuple(at(node, use) if node in located else use for node, use in uses)
 
 
-def _module_candidates(fn: ast.FunctionDef, params: set[str],
-                       handed_on: bool = True) -> tuple[set[str], list[ast.Return]]:
+_HANDLED = with_twins(EntryUses.handlers)  # node type -> method, for the scans' replays
+
+
+def _module_candidates(fn: ast.FunctionDef, params: set[str], handed_on: bool = True
+                       ) -> tuple[set[str], list[ast.Return], list[ast.AST]]:
     """Parameters the body may use as modules (called, a method of them called, iterated or, with
-    ``handed_on``, handed to another call), and its return statements: one cheap pass before the
-    real scans."""
+    ``handed_on``, handed to another call), its return statements, and the nodes a scan of the body
+    handles (``EntryUses.handlers``, nested classes left out, in the walk's order): one cheap pass
+    before the real scans, which replay those nodes instead of walking the body again."""
     found: set[str] = set()
     returns: list[ast.Return] = []
+    handled: list[ast.AST] = []
     stack: list[ast.AST] = list(reversed(fn.body))
     while stack:
         node = stack.pop()
         kind = type(node)
         if kind in LEAVES or kind is ast.ClassDef:
             continue
+        if kind in _HANDLED:
+            handled.append(node)
         if kind is ast.Call:
             root = split_chain(node.func)[0]
             if type(root) is ast.Name and root.id in params:
@@ -834,8 +846,8 @@ def _module_candidates(fn: ast.FunctionDef, params: set[str],
                 found.add(root.id)
         elif kind is ast.Return:
             returns.append(node)
-        stack.extend(child_nodes(node))
-    return found, returns
+        expand_children(node, stack)
+    return found, returns, handled
 
 
 def _is_abstract(node: ast.FunctionDef, decorators: tuple[str, ...]) -> bool:

@@ -39,9 +39,13 @@ from lint_rules.facts.walk import FUNCTIONS, Arg, call_args, dotted_name, is_con
 from lint_rules.vocabulary import (ACCELERATE_PREPARE, ACCELERATE_UNWRAP, MARK_NAME_KEYWORDS, MODULE_RETURNS_SELF,
                                    SETUP_METHODS, WRAPPER_CLASSES)
 
-_TRIGGER = re.compile(r"\.setup(?:_module)?\s*\(|fully_shard\s*\(|DistributedDataParallel|FullyShardedDataParallel"
-                      r"|\.prepare(?:_model)?\s*\("
-                      rf"|\bDDP\b|\bFSDP\b|{contract.MARK_METHOD_CALL}|{contract.FSDP_REGISTER_CALL}")
+#: Texts that can set a model up, one pattern each, each starting with a literal, which the regex
+#: engine finds fast (as one pattern of alternatives, ``\bDDP\b`` made it test every position: 0.77 s
+#: for the 570 files of timm and lightning, against 0.06 s): ``DDP(?<=\bDDP)\b`` is ``\bDDP\b``.
+_TRIGGERS = tuple(re.compile(pattern) for pattern in (
+    r"\.setup(?:_module)?\s*\(", r"fully_shard\s*\(", "DistributedDataParallel", "FullyShardedDataParallel",
+    r"\.prepare(?:_model)?\s*\(", r"DDP(?<=\bDDP)\b", r"FSDP(?<=\bFSDP)\b", contract.MARK_METHOD_CALL,
+    contract.FSDP_REGISTER_CALL))
 #: Calls whose result stands for the module they are given: ``ddp = guard(DDP(model))`` sets up like
 #: ``DDP(model)``; ``torch.compile``'s ``OptimizedModule`` forwards attribute access to its module.
 _PASS_THROUGH = frozenset({f"{contract.DECORATOR_MODULE}.guard", f"{contract.DECORATOR_MODULE}.api.guard", COMPILE})
@@ -98,15 +102,9 @@ class ModelFlow(Collector):
         self.passed: list[tuple[str, int, _Value]] = []
         self.functions: set[str] = set()
 
-    #: a text every alternative of ``_TRIGGER`` contains: ``in`` rules most files out far faster
-    #: than the regex scans them (its word-boundary alternatives cost 0.86 s of a
-    #: cold timm run's 9.9 s of CPU)
-    triggers = (".setup", "fully_shard", "DistributedDataParallel", "FullyShardedDataParallel", ".prepare", "DDP",
-                "FSDP", contract.MARK_METHOD_CALL, contract.FSDP_REGISTER_CALL)
-
     @classmethod
     def wanted(cls, source: str) -> bool:
-        return super().wanted(source) and _TRIGGER.search(source) is not None
+        return any(pattern.search(source) is not None for pattern in _TRIGGERS)
 
     def wants_expressions(self, scope: Scope) -> bool:
         return True

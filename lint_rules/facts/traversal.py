@@ -21,7 +21,9 @@ import re
 from typing import Any, Callable, ClassVar, Optional, Sequence
 
 from lint_rules.facts.names import Names
-from lint_rules.facts.walk import DEFINITIONS, LEAVES, child_nodes, node_fields, positional_params
+from lint_rules.facts.walk import (
+    DEFINITIONS, EXPANDERS, LEAVES, PASSED_THROUGH, child_nodes, node_fields,
+)
 from lint_rules.source import split_lines
 
 Position = tuple[int, int]  # 1-based line, 0-based column (characters)
@@ -37,7 +39,7 @@ class Scope:
     """Where a node is: the module, a class body or a function body (lambdas and comprehensions
     are not scopes here)."""
 
-    __slots__ = ("kind", "node", "parent", "prefix", "method", "expressions")
+    __slots__ = ("kind", "node", "parent", "prefix", "method", "expressions", "_self_name")
 
     def __init__(self, kind: str, node: ast.AST, parent: Optional["Scope"], prefix: str) -> None:
         self.kind = kind  # "module", "class" or "function"
@@ -50,14 +52,15 @@ class Scope:
         if kind == "function" and parent is not None:
             self.method = node if parent.kind == "class" else parent.method
         self.expressions = False
+        self._self_name: Optional[str] = None
+        if self.method is not None:
+            first = [*self.method.args.posonlyargs, *self.method.args.args][:1]
+            self._self_name = first[0].arg if first else None
 
     @property
     def self_name(self) -> Optional[str]:
         """The first parameter of the method this scope's code belongs to (None outside methods)."""
-        if self.method is None:
-            return None
-        params = positional_params(self.method)
-        return params[0] if params else None
+        return self._self_name
 
     @property
     def owner(self) -> str:
@@ -87,6 +90,15 @@ class Scope:
         while scope is not None and scope.kind != "function":
             scope = scope.parent
         return scope
+
+
+def with_twins(handlers: dict[type, str]) -> dict[type, str]:
+    """A collector's handlers with their ``async`` and ``yield from`` twins."""
+    found = dict(handlers)
+    for kind, method in handlers.items():
+        if kind in _TWINS:
+            found.setdefault(_TWINS[kind], method)
+    return found
 
 
 class Collector:
@@ -138,10 +150,10 @@ class FileWalk:
         self._lines: Optional[list[str]] = None
         self._dispatch: dict[type, list[Callable[[Any, Scope], None]]] = {}
         for collector in self.collectors:
-            for kind, method in collector.handlers.items():
-                for each in (kind, _TWINS.get(kind)):
-                    if each is not None:
-                        self._dispatch.setdefault(each, []).append(getattr(collector, method))
+            for kind, method in with_twins(collector.handlers).items():
+                if kind in PASSED_THROUGH:
+                    raise TypeError(f"{collector.name}: the expression walk passes through {kind.__name__} nodes")
+                self._dispatch.setdefault(kind, []).append(getattr(collector, method))
 
     # -- running ---------------------------------------------------------------------------
     def run(self, tree: ast.Module) -> dict[str, Any]:
@@ -262,28 +274,24 @@ class FileWalk:
         self.conditions[:] = outer
 
     # -- expressions -------------------------------------------------------------------------
-    def expressions(self, nodes: Sequence[ast.AST], scope: Scope,
-                    only: Optional[Collector] = None) -> None:
-        """Every node under ``nodes`` (document order), dispatched to the handlers (with ``only``:
-        to that collector's alone, skipping nested classes; for a second look at a subtree)."""
+    def expressions(self, nodes: Sequence[ast.AST], scope: Scope) -> None:
+        """Every node under ``nodes`` (document order), dispatched to the handlers."""
         stack = list(reversed(nodes))
-        pop, push, dispatch = stack.pop, stack.extend, self._dispatch
-        if only is not None:
-            dispatch = {}
-            for kind, name in only.handlers.items():
-                for each in (kind, _TWINS.get(kind)):
-                    if each is not None:
-                        dispatch[each] = [getattr(only, name)]
+        pop, push, dispatch, expanders = stack.pop, stack.extend, self._dispatch, EXPANDERS
         while stack:
             current = pop()
             kind = type(current)
-            if kind in LEAVES or (only is not None and kind is ast.ClassDef):
+            if kind in LEAVES:
                 continue
             handlers = dispatch.get(kind)
             if handlers:
                 for handler in handlers:
                     handler(current, scope)
-            push(child_nodes(current))
+            expand = expanders.get(kind)  # walk.expand_children, inlined
+            if expand is None:
+                push(child_nodes(current))
+            else:
+                expand(current, stack)
 
     def _handle(self, node: ast.AST, scope: Scope) -> None:
         for handler in self._dispatch.get(type(node), ()):

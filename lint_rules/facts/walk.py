@@ -9,7 +9,7 @@ call's arguments and a def's parameters in source order, one record each, as the
 from __future__ import annotations
 
 import ast
-from typing import Iterator, NamedTuple, Optional, Sequence
+from typing import Any, Callable, Iterator, NamedTuple, Optional, Sequence
 
 # Nodes with nothing inside that the scan cares about (names, constants, contexts, operators).
 LEAVES = frozenset({
@@ -19,6 +19,7 @@ LEAVES = frozenset({
 })
 _NO_CHILDREN = ("ctx", "op", "ops", "type_comment")
 _FIELDS: dict[type, tuple[str, ...]] = {}
+_UNSET = object()
 
 # An expression split into its root and steps: an attribute name, or None for a subscript.
 Chain = tuple[ast.expr, tuple[Optional[str], ...]]
@@ -118,6 +119,21 @@ def child_nodes(node: ast.AST) -> list[ast.AST]:
     return found
 
 
+def stored_names(node: ast.AST) -> set[str]:
+    """Every name bound or deleted anywhere under ``node`` (``ast.walk`` is a generator: slower)."""
+    found: set[str] = set()
+    stack = [node]
+    while stack:
+        current = stack.pop()
+        kind = type(current)
+        if kind is ast.Name:
+            if type(current.ctx) is not ast.Load:  # type: ignore[attr-defined]
+                found.add(current.id)  # type: ignore[attr-defined]
+        elif kind not in LEAVES:
+            stack.extend(child_nodes(current))
+    return found
+
+
 FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
 DEFINITIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
 
@@ -149,12 +165,18 @@ def split_chain(expr: ast.expr) -> Chain:
 
 
 def dotted_name(expr: Optional[ast.expr]) -> Optional[str]:
-    if expr is None:
+    """``a.b.c`` for a chain of names, else None (kept on the node: most collectors ask of each call)."""
+    kind = type(expr)
+    if kind is ast.Name:
+        return expr.id  # type: ignore[union-attr]
+    if kind is not ast.Attribute:
         return None
-    root, steps = split_chain(expr)
-    if type(root) is not ast.Name or None in steps:
-        return None
-    return ".".join((root.id, *steps))
+    found = expr.__dict__.get("_fwd_dotted", _UNSET)  # type: ignore[union-attr]
+    if found is _UNSET:
+        root, steps = split_chain(expr)  # type: ignore[arg-type]
+        found = None if type(root) is not ast.Name or None in steps else ".".join((root.id, *steps))
+        expr.__dict__["_fwd_dotted"] = found  # type: ignore[union-attr]
+    return found  # type: ignore[return-value]
 
 
 def name_of(expr: Optional[ast.expr]) -> Optional[str]:
@@ -186,3 +208,87 @@ def string_value(expr: Optional[ast.expr]) -> Optional[str]:
 def is_constant(expr: Optional[ast.expr], *values: object) -> bool:
     """``None``, ``True``, ``False`` (the names LibCST kept as names are constants in ``ast``)."""
     return type(expr) is ast.Constant and any(expr.value is v for v in values)
+
+
+# The walks that look for statements, calls and loops (the collectors' handlers) pass through
+# attribute chains to their root (``self.a.b`` holds nothing they want; ``f(x).a`` holds a call) and
+# through keywords to their values, and never push a leaf: these are two thirds of the nodes such a
+# walk expands in real model code. Each pushes its node's children in reverse document order, as
+# ``child_nodes`` would, so a handler sees the nodes it wants in the same order.
+#: What those walks never stop at: no handler may be registered for these.
+PASSED_THROUGH = frozenset({ast.Attribute, ast.keyword})
+
+
+def _push(stack: list[ast.AST], node: Optional[ast.AST]) -> None:
+    while type(node) is ast.Attribute:
+        node = node.value  # type: ignore[union-attr]
+    if node is not None and type(node) not in LEAVES:
+        stack.append(node)
+
+
+def _attribute(node: ast.Attribute, stack: list[ast.AST]) -> None:
+    value = node.value
+    while type(value) is ast.Attribute:
+        value = value.value  # type: ignore[attr-defined]
+    if type(value) not in LEAVES:
+        stack.append(value)
+
+
+def _call(node: ast.Call, stack: list[ast.AST]) -> None:
+    for keyword in reversed(node.keywords):
+        _push(stack, keyword.value)
+    for arg in reversed(node.args):
+        _push(stack, arg)
+    _push(stack, node.func)
+
+
+def _assign(node: ast.Assign, stack: list[ast.AST]) -> None:
+    _push(stack, node.value)
+    for target in reversed(node.targets):
+        _push(stack, target)
+
+
+def _one(field: str) -> Callable[[ast.AST, list[ast.AST]], None]:
+    def expand(node: ast.AST, stack: list[ast.AST]) -> None:
+        _push(stack, getattr(node, field))
+    return expand
+
+
+def _many(field: str) -> Callable[[ast.AST, list[ast.AST]], None]:
+    def expand(node: ast.AST, stack: list[ast.AST]) -> None:
+        for item in reversed(getattr(node, field)):
+            _push(stack, item)
+    return expand
+
+
+def _subscript(node: ast.Subscript, stack: list[ast.AST]) -> None:
+    _push(stack, node.slice)
+    _push(stack, node.value)
+
+
+def _binop(node: ast.BinOp, stack: list[ast.AST]) -> None:
+    _push(stack, node.right)
+    _push(stack, node.left)
+
+
+def _compare(node: ast.Compare, stack: list[ast.AST]) -> None:
+    for item in reversed(node.comparators):
+        _push(stack, item)
+    _push(stack, node.left)
+
+
+EXPANDERS: dict[type, Callable[[Any, list[ast.AST]], None]] = {
+    ast.Attribute: _attribute, ast.Call: _call, ast.Assign: _assign, ast.Subscript: _subscript,
+    ast.BinOp: _binop, ast.Compare: _compare, ast.Expr: _one("value"), ast.Return: _one("value"),
+    ast.UnaryOp: _one("operand"), ast.Tuple: _many("elts"), ast.List: _many("elts"),
+    ast.BoolOp: _many("values"), ast.keyword: _one("value"),
+}
+
+
+def expand_children(node: ast.AST, stack: list[ast.AST]) -> None:
+    """Push what a walk for statements, calls and loops must still visit under ``node``."""
+    expand = EXPANDERS.get(type(node))  # (hot loops inline this)
+    if expand is None:
+        stack.extend(child_nodes(node))
+    else:
+        expand(node, stack)
