@@ -741,7 +741,8 @@ class EntryUses(Collector):
         text = "\n".join(self.walk.lines[start - 1:fn.end_lineno])
         found: dict[str, Use] = {}
         line, counted = start, 0  # lines are counted on from the last one found, not from the top
-        for match in re.finditer(rf"\b{re.escape(self_name)}\.([A-Za-z_]\w*)\b(?!\s*(?:\(|=[^=]))", text):
+        name = re.escape(self_name)  # the name first, its word boundary after: the engine looks for a literal
+        for match in re.finditer(rf"{name}(?<=\b{name})\.([A-Za-z_]\w*)\b(?!\s*(?:\(|=[^=]))", text):
             attr = match.group(1)
             if attr not in found:
                 if self.walk.locate:

@@ -102,9 +102,13 @@ class ModelFlow(Collector):
         self.passed: list[tuple[str, int, _Value]] = []
         self.functions: set[str] = set()
 
+    #: a text every pattern of ``_TRIGGERS`` contains: ``in`` rules most files out faster still
+    triggers = (".setup", "fully_shard", "DistributedDataParallel", "FullyShardedDataParallel", ".prepare", "DDP",
+                "FSDP", contract.MARK_METHOD_CALL, contract.FSDP_REGISTER_CALL)
+
     @classmethod
     def wanted(cls, source: str) -> bool:
-        return any(pattern.search(source) is not None for pattern in _TRIGGERS)
+        return super().wanted(source) and any(pattern.search(source) is not None for pattern in _TRIGGERS)
 
     def wants_expressions(self, scope: Scope) -> bool:
         return True

@@ -162,10 +162,16 @@ class FileWalk:
             if type(stmt) is ast.ClassDef:
                 self.names.top_classes.add(stmt.name)
         root = self._scope("module", tree, None, "")
-        self.block(tree.body, root)
         results: dict[str, dict[str, Any]] = {}
-        for collector in self._finish_order():
-            results[collector.name] = collector.finish(results)
+        try:
+            self.block(tree.body, root)
+            for collector in self._finish_order():
+                results[collector.name] = collector.finish(results)
+        finally:
+            # The collectors (and their handlers) point back at the walk. Without that cycle the
+            # file's tree is freed as soon as its facts are made, not by the cyclic collector,
+            # which traversed every tree kept alive until it ran: 15-25% of a worker's CPU.
+            self.collectors, self._dispatch = [], {}
         fields: dict[str, Any] = {}
         for found in results.values():
             fields.update((key, value) for key, value in found.items() if not key.startswith("_"))
