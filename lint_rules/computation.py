@@ -17,7 +17,6 @@ and ``self.proposal_matcher(...)`` out while catching the common ``LightningModu
 
 from __future__ import annotations
 
-import dataclasses
 import re
 from dataclasses import dataclass, field
 from typing import Optional
@@ -235,7 +234,7 @@ class ClassAnalysis:
                 dropped.append(str(i))
         if not dropped:
             return self._chain(position, method)
-        return self._chain(position, dataclasses.replace(method, uses=tuple(kept)), variant="-" + ",".join(dropped))
+        return self._chain(position, method._replace(uses=tuple(kept)), variant="-" + ",".join(dropped))
 
     def _chain(self, position: int, method: MethodFacts, origin: Optional[FileFacts] = None,
                variant: str = "") -> Optional[Chain]:

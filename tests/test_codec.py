@@ -4,7 +4,7 @@ itself when a record's shape does, and the checked-in converters are what the ge
 
 from __future__ import annotations
 
-import dataclasses
+from typing import NamedTuple
 
 import pytest
 from fixture_cases import FIXTURES
@@ -40,14 +40,12 @@ def test_a_row_of_another_shape_is_refused() -> None:
         codec.decode(shorter, "x.py")
 
 
-@dataclasses.dataclass(frozen=True)
-class _Old:
+class _Old(NamedTuple):
     name: str
     lines: tuple[int, ...]
 
 
-@dataclasses.dataclass(frozen=True)
-class _New:
+class _New(NamedTuple):
     name: str
     lines: tuple[int, ...]
     generated: bool = False

@@ -11,7 +11,6 @@ kind ``alias`` that hands self to the function. Nested classes are classes too, 
 from __future__ import annotations
 
 import ast
-import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -139,4 +138,4 @@ def _property_reads(method: MethodFacts, plain: set[str]) -> MethodFacts:
                 continue
             seen.add((use.name, use.method, use.guards))
         uses.append(use)
-    return method if len(uses) == len(method.uses) else dataclasses.replace(method, uses=tuple(uses))
+    return method if len(uses) == len(method.uses) else method._replace(uses=tuple(uses))

@@ -1,7 +1,7 @@
 """Writes ``codec_generated.py``: the functions that convert each facts record to and from its
 JSON row, from the records' annotations (``facts/model.py``).
 
-Every fact is a frozen dataclass of ``facts/model.py`` whose fields are ``str``, ``int``, ``bool``,
+Every fact is a ``NamedTuple`` of ``facts/model.py`` whose fields are ``str``, ``int``, ``bool``,
 other fact records and tuples of these. A record is stored as the list of its field values in
 declaration order (positional rows keep the store small and decode about 3x faster than dicts).
 The converters are written as plain Python source (as fast as written by hand) once, here, and
@@ -16,7 +16,6 @@ shape does: old rows are then ignored. After changing a record, run
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 import hashlib
 import typing
@@ -29,16 +28,26 @@ _PLAIN = (str, int, bool)
 
 
 @functools.lru_cache(maxsize=None)
-def _type(annotation: str) -> Any:
+def _type(annotation: Any) -> Any:
     """A field's annotation (a string: ``model`` postpones them) as the type it names."""
+    if not isinstance(annotation, str):
+        return annotation
     return eval(annotation, vars(model))  # model's own annotations, never data
+
+
+def _is_record(kind: Any) -> bool:
+    return isinstance(kind, type) and issubclass(kind, tuple) and hasattr(kind, "_fields")
 
 
 @functools.lru_cache(maxsize=None)
 def _fields(record: type) -> list[tuple[str, Any]]:
     """(name, type) of each stored field; a file's path is not stored (the store knows it)."""
-    return [(f.name, _type(f.type) if isinstance(f.type, str) else f.type)
-            for f in dataclasses.fields(record) if (record, f.name) != (FileFacts, "path")]
+    found = []
+    for name in record._fields:  # type: ignore[attr-defined]
+        annotation = record.__annotations__[name]  # postponed: a ForwardRef, as NamedTuple keeps them
+        if (record, name) != (FileFacts, "path"):
+            found.append((name, _type(getattr(annotation, "__forward_arg__", annotation))))
+    return found
 
 
 def _items(kind: Any) -> tuple[Any, ...]:
@@ -50,7 +59,7 @@ def _items(kind: Any) -> tuple[Any, ...]:
 
 def _plain(kind: Any) -> bool:
     """JSON holds it as it is (tuples become lists; ``bool`` needs no conversion when written)."""
-    return kind in _PLAIN or (not dataclasses.is_dataclass(kind)
+    return kind in _PLAIN or (not _is_record(kind)
                               and all(_plain(a) for a in _items(kind) if a is not Ellipsis))
 
 
@@ -60,7 +69,7 @@ def _decoded(kind: Any, value: str, depth: int) -> str:
         return f"bool({value})"
     if kind in _PLAIN:
         return value
-    if dataclasses.is_dataclass(kind):
+    if _is_record(kind):
         return f"_read_{kind.__name__}({value})"
     items, name = _items(kind), f"v{depth}"
     if len(items) == 2 and items[1] is Ellipsis:
@@ -75,7 +84,7 @@ def _encoded(kind: Any, value: str, depth: int) -> str:
     """A Python expression that gives ``value`` (an expression of type ``kind``) a JSON form."""
     if _plain(kind):
         return value
-    if dataclasses.is_dataclass(kind):
+    if _is_record(kind):
         return f"_write_{kind.__name__}({value})"
     items, name = _items(kind), f"v{depth}"
     if len(items) == 2 and items[1] is Ellipsis:
@@ -86,7 +95,7 @@ def _encoded(kind: Any, value: str, depth: int) -> str:
 
 def _records(kind: Any, found: dict[str, type]) -> dict[str, type]:
     """Every record type reachable from ``kind``, by name."""
-    if dataclasses.is_dataclass(kind):
+    if _is_record(kind):
         if kind.__name__ not in found:
             found[kind.__name__] = kind
             for _, field in _fields(kind):
@@ -116,7 +125,7 @@ def _source(records: dict[str, type]) -> str:
 
 def _shape(kind: Any) -> str:
     """The stored form of a type, spelled out: what ``FORMAT`` digests."""
-    if dataclasses.is_dataclass(kind):
+    if _is_record(kind):
         return f"{kind.__name__}({','.join(f'{name}:{_shape(field)}' for name, field in _fields(kind))})"
     if kind in _PLAIN:
         return kind.__name__

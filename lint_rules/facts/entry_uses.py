@@ -399,7 +399,7 @@ class MethodScan:
     def add(self, node: ast.AST, use: Use) -> None:
         guards = self.fixed_guards if self.fixed_guards is not None else self.guards_now()
         if guards:
-            use = dataclasses.replace(use, guards=guards)
+            use = use._replace(guards=guards)
         self.uses.append((node, use))
 
     def guarded_uses(self, fn: ast.FunctionDef) -> list[tuple[ast.AST, Use]]:
@@ -408,7 +408,7 @@ class MethodScan:
         if not any(use.guards for _, use in self.uses):
             return self.uses
         bound = stored_names(fn)
-        return [(node, dataclasses.replace(use, guards=tuple(g for g in use.guards if g.param not in bound))
+        return [(node, use._replace(guards=tuple(g for g in use.guards if g.param not in bound))
                  if any(g.param in bound for g in use.guards) else use) for node, use in self.uses]
 
     # -- local names: loop variables and aliases of submodules -----------------------------
@@ -808,7 +808,7 @@ class EntryUses(Collector):
 
         def at(node: ast.AST, use: Use) -> Use:
             line, col = self.walk.position(node)
-            return dataclasses.replace(use, line=line, col=col)
+            return use._replace(line=line, col=col)
 
         return tuple(at(node, use) if node in located else use for node, use in uses)
 

@@ -1,6 +1,6 @@
 """What one file says, as plain data: the output of the single ``ast`` pass over a file.
 
-Everything here is a frozen dataclass of strings, ints and tuples, so facts can cross process
+Everything here is a ``NamedTuple`` of strings, ints and tuples, so facts can cross process
 boundaries (``-j N``), be stored as JSON in the facts store (``codec.py``), and be shared by the
 CLI, the flake8 plugin and the fixers. Nothing in this module knows about other files: names are
 resolved through the file's own imports only; the project view (``project.py``) does the
@@ -11,7 +11,7 @@ cross-file work. A new record or field needs nothing else to be stored but a run
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from lint_rules.vocabulary import DESCRIPTORS  # noqa: F401 -- the rules import it from here
 
@@ -56,8 +56,7 @@ COMPILE = "torch.compile"
 _FALSY = frozenset({"None", "0", "''", "b''"})
 
 
-@dataclass(frozen=True)
-class Guard:
+class Guard(NamedTuple):
     """A test of one of the method's parameters against constants that a use runs under
     (``if mode == "loss":``, ``if not return_loss:``, the rest of a block after ``if x is None:
     return``). A caller that passes a constant there decides it (``Use.arguments``)."""
@@ -75,8 +74,7 @@ class Guard:
         return (value in self.values) == (self.test == "in")
 
 
-@dataclass(frozen=True)
-class Use:
+class Use(NamedTuple):
     kind: str
     name: str  # the attribute or method name ("" for SELF_CALL)
     line: int
@@ -89,8 +87,7 @@ class Use:
     col: int = 0  # 0-based column of the use where ``line`` is given (an evidence step's location)
 
 
-@dataclass(frozen=True)
-class Source:
+class Source(NamedTuple):
     kind: str
     ref: str = ""
     # SRC_PARAM: the parameter's name; SRC_CALL: self or submodules handed to the call, "slot:attr"
@@ -105,8 +102,7 @@ class Source:
         return [(slot, piece) for slot, _, piece in (handed.partition(":") for handed in self.param.split(","))]
 
 
-@dataclass(frozen=True)
-class MethodFacts:
+class MethodFacts(NamedTuple):
     name: str
     line: int  # 1-based line of the method's name in its ``def`` line
     col: int  # 0-based column of the method's name
@@ -121,8 +117,7 @@ class MethodFacts:
     asynchronous: bool = False  # ``async def``: its body runs when awaited, like a generator's when iterated
 
 
-@dataclass(frozen=True)
-class FunctionFacts:
+class FunctionFacts(NamedTuple):
     """A module-level function: which of its parameters it runs as a module, and what it returns.
 
     ``runs`` holds, per parameter used as a module (called, or a method or attribute of it
@@ -145,8 +140,7 @@ class FunctionFacts:
         return None
 
 
-@dataclass(frozen=True)
-class ClassFacts:
+class ClassFacts(NamedTuple):
     qualname: str  # "Outer.Inner" for nested classes
     bases: tuple[str, ...]  # dotted, resolved through the file's imports
     methods: tuple[MethodFacts, ...]
@@ -154,8 +148,7 @@ class ClassFacts:
     init_params: tuple[str, ...] = ()  # __init__'s parameters after self: positional ones, then keyword-only
 
 
-@dataclass(frozen=True)
-class Mark:
+class Mark(NamedTuple):
     """A run-time registration: ``obj.mark_forward_method("name")`` (Fabric, or ``runtime_shim``'s
     ``mark_forward_method(obj, "name")``), with a bound method instead of the name, or FSDP2's
     ``register_fsdp_forward_method(obj, "name")``."""
@@ -169,8 +162,7 @@ class Mark:
     site: int = -1  # the set-up site (``FileFacts.wrap_sites``) of the model it registers on, if any
 
 
-@dataclass(frozen=True)
-class WrapSite:
+class WrapSite(NamedTuple):
     """A statement that sets up a model for distributed execution: ``model = fabric.setup(model)``,
     ``fully_shard(model)``, ``ddp = DDP(model)``, ``FSDP(model)``; one per set-up variable."""
 
@@ -183,8 +175,7 @@ class WrapSite:
     inline: bool = False  # the statement shares its line with a block header: no room after it
 
 
-@dataclass(frozen=True)
-class WrappedCall:
+class WrappedCall(NamedTuple):
     """A method called on a set-up model, on its ``.module``, or on the module it wraps."""
 
     method: str  # "generate"
@@ -194,8 +185,7 @@ class WrappedCall:
     site: int  # index of its set-up site in ``FileFacts.wrap_sites``
 
 
-@dataclass(frozen=True)
-class MetaSubmodule:
+class MetaSubmodule(NamedTuple):
     """FWD101: ``self.<attr> = ...`` in a method of a class, with the value on the meta device."""
 
     cls: str  # the class's qualname
@@ -209,8 +199,7 @@ class MetaSubmodule:
     materialised: bool = False  # the class later calls to_empty / load_state_dict(assign=True) on it
 
 
-@dataclass(frozen=True)
-class InitCall:
+class InitCall(NamedTuple):
     """FWD201: a call made inside an init context (``context`` says which), or a call made by a
     method in a file that compiles something (``context`` empty), for following ``__init__``."""
 
@@ -225,8 +214,7 @@ class InitCall:
     arguments: tuple[tuple[str, str], ...] = ()
 
 
-@dataclass(frozen=True)
-class ForwardPatch:
+class ForwardPatch(NamedTuple):
     """FWD301: ``forward`` rebound on an object, or a class renamed through an instance."""
 
     form: str  # "MethodType", "__get__", "partial", "assign", "restore", "setattr", "__dict__", "rename"
@@ -245,8 +233,7 @@ class ForwardPatch:
     slot: int = -1  # "helper": the position of the "forward" argument in the call
 
 
-@dataclass(frozen=True)
-class Handover:
+class Handover(NamedTuple):
     """An object handed to a function imported from elsewhere: ``apply_kernels(model=model)``."""
 
     callee: str  # resolved through the file's imports: "liger_kernel.transformers.apply_liger_kernel_to_llama"
@@ -257,36 +244,35 @@ class Handover:
     scope: str  # qualname of the enclosing function ("" at module level)
 
 
-@dataclass(frozen=True)
-class FileFacts:
+class FileFacts(NamedTuple):
     path: str
     module: str  # dotted module name derived from the path ("" if unknown)
     imports: tuple[tuple[str, str], ...]  # local name -> dotted target ("pkg.mod.Name")
     classes: tuple[ClassFacts, ...]
     marks: tuple[Mark, ...]
     # Lines carrying `# noqa` comments: line -> the codes as written ("" means every code).
-    noqa: tuple[tuple[int, str], ...] = field(default=())
+    noqa: tuple[tuple[int, str], ...] = ()
     # Private names quoted in strings ("_sample"): targets of dispatch through getattr.
-    quoted: tuple[str, ...] = field(default=())
-    functions: tuple[FunctionFacts, ...] = field(default=())  # module-level functions
-    wrap_sites: tuple[WrapSite, ...] = field(default=())
-    wrapped_calls: tuple[WrappedCall, ...] = field(default=())
-    meta_submodules: tuple[MetaSubmodule, ...] = field(default=())
-    compiled: tuple[str, ...] = field(default=())  # module-level names bound to torch.compile(...)
-    init_calls: tuple[InitCall, ...] = field(default=())
-    forward_patches: tuple[ForwardPatch, ...] = field(default=())
+    quoted: tuple[str, ...] = ()
+    functions: tuple[FunctionFacts, ...] = ()  # module-level functions
+    wrap_sites: tuple[WrapSite, ...] = ()
+    wrapped_calls: tuple[WrappedCall, ...] = ()
+    meta_submodules: tuple[MetaSubmodule, ...] = ()
+    compiled: tuple[str, ...] = ()  # module-level names bound to torch.compile(...)
+    init_calls: tuple[InitCall, ...] = ()
+    forward_patches: tuple[ForwardPatch, ...] = ()
     # Module-level functions that set an attribute named by a parameter on another parameter
     # (``obj.__dict__[name] = ...``, ``setattr(obj, name, ...)``): (function, object slot, name slot).
-    attr_setters: tuple[tuple[str, int, int], ...] = field(default=())
+    attr_setters: tuple[tuple[str, int, int], ...] = ()
     # (method name called or handed over, the function that does it: "Cls.forward", "" at module level).
-    attribute_uses: tuple[tuple[str, str], ...] = field(default=())
-    handovers: tuple[Handover, ...] = field(default=())
+    attribute_uses: tuple[tuple[str, str], ...] = ()
+    handovers: tuple[Handover, ...] = ()
     # False when the text prefilter skipped the parse: no classes, no marks, imports unknown.
     parsed: bool = True
     # Local name (``*module`` for a star import) -> line of its first import (FWD005 reports there).
-    import_lines: tuple[tuple[str, int], ...] = field(default=())
+    import_lines: tuple[tuple[str, int], ...] = ()
     # Module-level names bound to what a call or a lookup returns (``X, ok = optional_import(...)``).
-    run_time_names: tuple[str, ...] = field(default=())
+    run_time_names: tuple[str, ...] = ()
 
     def function_named(self, name: str) -> FunctionFacts | None:
         for function in self.functions:
