@@ -21,7 +21,8 @@ runner process): the parsing happens in ``lint_rules.workers`` processes.
   (exclusive: a phase's time excludes the phases it calls) and the workers' CPU per phase
   (parse, facts; for a tree from before the ``ast`` facts: syntax check, LibCST parse, facts), each
   worker writing its own counts to a file; then the CPU ratio of a whole cold ``fwdlint -j 1``
-  process to a bare parse of the same files (LibCST's, the issue's yardstick, and ``ast``'s).
+  process to a bare parse of the same files (``ast``'s, issue 37's yardstick, and LibCST's, which
+  ``--no-libcst`` leaves out: it takes minutes on transformers' ``models/``).
 * ``jobs``: cold runs with ``-j 1`` up to every CPU, and the default (no ``-j``).
 * ``flake8``: ``flake8 -j 2`` with a warm cache against the same run with ``--extend-ignore FWD``.
 
@@ -224,7 +225,7 @@ def timed_extract(task: Any) -> Any:
                                   "facts": total - counts["syntax"] - counts["parse"]}) + "\n")
 
 
-def phases(tree: Path, files: list[str], site: Path, reps: int) -> None:
+def phases(tree: Path, files: list[str], site: Path, reps: int, with_libcst: bool = True) -> None:
     """One instrumented cold run in a child interpreter (``--phases-child``), then whole-process CPU."""
     with tempfile.TemporaryDirectory() as work:
         counts = Path(work, "counts.jsonl")
@@ -236,11 +237,13 @@ def phases(tree: Path, files: list[str], site: Path, reps: int) -> None:
         resolved = parent.pop("resolved")
         tasks = [json.loads(line) for line in counts.read_text().splitlines()]
     lint = [sys.executable, "-c", LINT, str(tree), "-q", "-j", "1", "--no-cache", *files]
-    runs = alternate({"bare libcst.parse_module": ([sys.executable, "-c", PARSE, *files], None),
-                      "fwdlint cold -j 1": (lint, None),
-                      "bare ast.parse": ([sys.executable, "-c", AST_PARSE, *files], None),
-                      "bare parse, also of the files resolved": ([sys.executable, "-c", PARSE, *files, *resolved],
-                                                                 None)}, site, reps)
+    commands = {"bare libcst.parse_module": ([sys.executable, "-c", PARSE, *files], None),
+                "fwdlint cold -j 1": (lint, None),
+                "bare ast.parse": ([sys.executable, "-c", AST_PARSE, *files], None),
+                "bare parse, also of the files resolved": ([sys.executable, "-c", PARSE, *files, *resolved], None)}
+    if not with_libcst:  # LibCST parses transformers' models/ in minutes
+        commands = {name: command for name, command in commands.items() if "ast.parse" in name or "fwdlint" in name}
+    runs = alternate(commands, site, reps)
     print(f"\ncold -j 1, {len(files)} files given, phase by phase (one instrumented run):")
     print(f"  parent process, wall, exclusive: total {parent.pop('total'):.2f} s")
     for phase, seconds in sorted(parent.items(), key=lambda kv: -kv[1]):
@@ -254,9 +257,11 @@ def phases(tree: Path, files: list[str], site: Path, reps: int) -> None:
                 + f"; all / parse {sum(t['parse'] + t['syntax'] + t['facts'] for t in chosen) / parse:.2f}")
     print("  whole processes (fresh interpreters, children included):")
     for what in (0, 1):
-        print("    " + ratio_line(runs, "fwdlint cold -j 1", "bare libcst.parse_module", what))
-    for what in (0, 1):
         print("    " + ratio_line(runs, "fwdlint cold -j 1", "bare ast.parse", what))
+    if not with_libcst:
+        return
+    for what in (0, 1):
+        print("    " + ratio_line(runs, "fwdlint cold -j 1", "bare libcst.parse_module", what))
     print(f"  against a bare parse of the given files and the {len(resolved)} files fwdlint read to resolve names:")
     for what in (0, 1):
         print("    " + ratio_line(runs, "fwdlint cold -j 1", "bare parse, also of the files resolved", what))
@@ -337,6 +342,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--tree", type=Path, default=REPO, help="the source tree holding lint_rules/")
     parser.add_argument("--reps", type=int, default=5)
     parser.add_argument("--only", default="startup,warm,phases,jobs,flake8")
+    parser.add_argument("--no-libcst", action="store_true", help="phases: compare with ast.parse only")
     args = parser.parse_args(argv)
     temporary = None
     if args.site is None:
@@ -352,7 +358,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"tree {args.tree.resolve()}; {len(files)} files, {lines} lines under {site}")
         # byte-compiled first: with PYTHONDONTWRITEBYTECODE set, every run would compile the modules again
         subprocess.run([sys.executable, "-m", "compileall", "-q", str(args.tree.resolve() / "lint_rules")], check=True)
-        measures = {"startup": startup, "warm": warm, "phases": phases, "jobs": jobs, "flake8": flake8}
+        measures: dict[str, Callable[..., None]] = {
+            "startup": startup, "warm": warm, "jobs": jobs, "flake8": flake8,
+            "phases": lambda *given: phases(*given, with_libcst=not args.no_libcst)}
         for name in args.only.split(","):
             measures[name](args.tree.resolve(), files, site, args.reps)
     finally:
