@@ -16,7 +16,7 @@ when their facts came out the same. Any other edit re-checks every file (from ca
 edited files are parsed again).
 
 The flake8 plugin checks a file at a time, in several processes: it stores and reuses findings
-file by file, under the same inputs (``FileLookup``).
+file by file, under the same inputs and by the files' facts too (``FileLookup``).
 
 Stored in the facts database (``store``), a few versions per first checked path, as JSON.
 """
@@ -45,6 +45,7 @@ _PREFIX = "R:"  # the store's slot for stored runs: "R:" + the first checked pat
 _FACTS_PREFIX = "P:"  # ... for the pointers from a run's facts key to its key, and their slot
 _FILE_PREFIX = "F:"  # ... for one file's findings (``FileLookup``): "F:" + the file's path
 _PROBES_PREFIX = "Q:"  # ... for what a ``FileLookup`` view looked at on disk: "Q:" + a file it checked
+_FILE_FACTS_PREFIX = "G:"  # ... for the pointers from a file's findings by facts to them: "G:" + its path
 #: Files a run parses before it looks its findings up by the files' facts (``Lookup.found``): any more
 #: and it is a cold run or a switch of branches, not an edit (and its progress line shows the parsing).
 AT_MOST_PARSED = 16
@@ -184,7 +185,9 @@ class FileLookup:
     A file's findings are named by the project's key (the run's options and the content key of every
     listed file of the view) and the file's own key; each process stores the findings it computed
     when it ends (``store``), with what its view looked at on disk, and any process reuses them while
-    that is as it was. Reused and stored only while the view holds the listed files alone (besides
+    that is as it was. They are named by the files' facts too, as ``Lookup`` names a run: after an
+    edit the analysis cannot see (a comment, a reworded docstring) the few files edited are parsed
+    and the findings found by their facts. Reused and stored only while the view holds the listed files alone (besides
     the file checked): a file outside the listing that flake8 checked earlier in the same process
     (``extras``) joins that process's view, and the answer would depend on flake8's order."""
 
@@ -195,6 +198,9 @@ class FileLookup:
         self.listed = set(listed)
         named = [*_run_options(session), str(root), [(path, _text(key)) for path, key in zip(listed, given)]]
         self.key = blake2b(repr(named).encode("utf-8", "surrogateescape"), digest_size=20).hexdigest()
+        self.root = str(root)
+        self._given = list(zip(listed, given))
+        self._by_facts: Optional[str] = None  # ``_facts_key``, once computed ("" if it cannot be)
         self.extras: set[str] = set()  # checked files outside the listing, in this process
         self._computed: dict[str, tuple[str, list[Diagnostic]]] = {}  # path -> (its key, findings): to store
         self._probes_hold: dict[str, bool] = {}  # a stored probe list's key -> still as it was
@@ -209,10 +215,40 @@ class FileLookup:
             self.extras.add(path)
         return self.extras <= {path}
 
+    def _facts_key(self, parse: bool) -> Optional[str]:
+        """The project's key with each listed file named by its facts (``FactsStore.facts_digest``);
+        with ``parse``, once the few files whose facts are not stored yet are parsed (``AT_MOST_PARSED``)."""
+        if self._by_facts or (self._by_facts == "" and parse):  # known, or known not to be had
+            return self._by_facts or None
+        store = self.session.store
+        unparsed = [path for path, key in self.keys.items() if store.facts_digest(path, key) is None]
+        if unparsed and parse and len(unparsed) <= AT_MOST_PARSED:
+            store.facts_many(unparsed, jobs=self.session.run.jobs)
+        names = [(path, store.facts_digest(path, key) if isinstance(key, str) else _text(key))
+                 for path, key in self._given]
+        if any(name is None for _, name in names):
+            self._by_facts = "" if parse else None
+            return None
+        self._by_facts = blake2b(repr(["facts", *_run_options(self.session), self.root, names]).encode(
+            "utf-8", "surrogateescape"), digest_size=20).hexdigest()
+        return self._by_facts
+
+    def _by_facts_key(self, facts_key: str, path: str, key: str) -> Optional[str]:
+        digest = self.session.store.facts_digest(path, key)
+        return None if digest is None else _FILE_FACTS_PREFIX + blake2b(
+            repr((facts_key, path, digest)).encode("utf-8", "surrogateescape"), digest_size=20).hexdigest()
+
     def found(self, path: str, key: str) -> Optional[list[Diagnostic]]:
         """The stored findings of ``path`` (content key ``key``), if everything they depend on is as it was."""
         cache = self.session.store.cache
-        text = cache.get(self._file_key(path, key)) if cache is not None else None
+        if cache is None:
+            return None
+        text = cache.get(self._file_key(path, key))
+        if text is None:  # found by the files' facts: an edit the analysis cannot see
+            facts_key = self._facts_key(parse=True)
+            pointer = self._by_facts_key(facts_key, path, key) if facts_key is not None else None
+            row = cache.get(pointer) if pointer is not None else None
+            text = cache.get(row) if row is not None else None
         if text is None:
             return None
         try:
@@ -243,9 +279,13 @@ class FileLookup:
         text = json.dumps([_recorded(probe, keys) for probe in view.probed])
         probes = _PROBES_PREFIX + blake2b(text.encode("utf-8", "surrogateescape"), digest_size=20).hexdigest()
         cache.put(probes, text, _PROBES_PREFIX + next(iter(checked)))
+        facts_key = self._facts_key(parse=False)  # the view read every listed file's facts
         for path, (key, diagnostics) in self._computed.items():
-            cache.put(self._file_key(path, key), json.dumps([probes, [_row(d) for d in diagnostics]]),
-                      _FILE_PREFIX + path)
+            row = self._file_key(path, key)
+            cache.put(row, json.dumps([probes, [_row(d) for d in diagnostics]]), _FILE_PREFIX + path)
+            pointer = self._by_facts_key(facts_key, path, key) if facts_key is not None else None
+            if pointer is not None:
+                cache.put(pointer, row, _FILE_FACTS_PREFIX + path)
 
 
 def _run_options(session: Session) -> list[object]:

@@ -339,6 +339,27 @@ def test_flake8_reuses_a_files_findings_while_nothing_they_depend_on_changed(pro
     assert flake8_reused(project, "-j", jobs, ".").out.count("FWD001") == 1  # as the run before saw it
 
 
+@pytest.mark.parametrize("jobs", ["1", "2"])
+def test_flake8_an_edit_the_analysis_cannot_see_reuses_the_findings(project: Path, jobs: str) -> None:
+    """As the command does: a comment added at the end of a file leaves every file's facts as they
+    were, so each file's findings are found by the files' facts (the edited files parsed first)."""
+    (project / "other.py").write_text(MODEL.replace("Net", "Other"))
+
+    def rows(outcome: Outcome) -> list[str]:
+        return sorted(line.removeprefix("./") for line in outcome.out.splitlines())
+
+    first = rows(flake8_fresh(project, "-j", jobs, "."))
+    assert len(first) == 2
+    (project / "model.py").write_text(MODEL + "# a note at the end\n")
+    assert rows(flake8_reused(project, "-j", jobs, ".")) == first
+    (project / "train.py").write_text((project / "train.py").read_text() + "# another\n")
+    assert rows(flake8_reused(project, "-j", jobs, "model.py", "other.py")) == first  # pre-commit's
+    (project / "model.py").write_text(MODEL.replace("        return self(x)",
+                                                    '        """Calls the model."""\n        return self(x)'))
+    moved = flake8_fresh(project, "-j", jobs, ".").out  # a docstring added moves the lines below it: other facts
+    assert "Net.generate runs forward computation outside forward (generate -> self(...) at line 14)" in moved
+
+
 def test_flake8_reads_a_package_installed_or_edited_since(project: Path, venv: Path) -> None:
     (project / "head.py").write_text(HEAD)
     args = ("--fwd-python-executable", str(venv), "head.py")
@@ -381,7 +402,8 @@ def model_lookup(project: Path) -> Iterator[tuple[Session, results.FileLookup, s
 
 def test_flake8_findings_of_a_file_changed_while_the_process_read_it_are_not_stored(project: Path) -> None:
     with model_lookup(project) as (session, lookup, path, key):
-        assert lookup.checking(path) and lookup.found(path, key) is None
+        assert session.store.cache is not None and session.store.cache.get(lookup._file_key(path, key)) is None
+        assert lookup.checking(path)
         (project / "train.py").write_text(MARK)  # after the key was computed, before any file was read
         root = session.root_for(path)
         view = session.view(root, [path])
