@@ -111,15 +111,14 @@ class Lookup:
             if any(named is None for _, named in names):
                 return None
             parts.append((root, names))
-        return blake2b(repr(parts).encode("utf-8", "surrogateescape"), digest_size=20).hexdigest()
+        return _named(parts)
 
     def _facts_key(self) -> Optional[str]:
         """The run's key with each file named by its facts (``FactsStore.facts_digest``) instead of
         its bytes: an edit the analysis cannot see (a comment, a reworded docstring) keeps it."""
         if self._by_facts is None:
             store = self.session.store
-            self._by_facts = self._digest(
-                lambda path, key: store.facts_digest(path, key) if isinstance(key, str) else _text(key), "facts")
+            self._by_facts = self._digest(lambda path, key: _facts_name(store, path, key), "facts")
         return self._by_facts
 
     def found(self) -> Optional[Stored]:
@@ -132,12 +131,8 @@ class Lookup:
         stored = self._read(text) if text is not None else None
         if stored is not None:
             return stored
-        store = self.session.store
-        unparsed = [path for path, key in self.keys.items() if store.facts_digest(path, key) is None]
-        if len(unparsed) > AT_MOST_PARSED:
+        if not _parse_few(self.session, self.keys):
             return None
-        if unparsed:
-            store.facts_many(unparsed, jobs=self.session.run.jobs)
         facts_key = self._facts_key()
         pointer = cache.get(_FACTS_PREFIX + facts_key) if facts_key is not None else None
         text = cache.get(pointer) if pointer is not None else None
@@ -197,7 +192,7 @@ class FileLookup:
         self.keys: dict[str, str] = {path: key for path, key in zip(listed, given) if isinstance(key, str)}
         self.listed = set(listed)
         named = [*_run_options(session), str(root), [(path, _text(key)) for path, key in zip(listed, given)]]
-        self.key = blake2b(repr(named).encode("utf-8", "surrogateescape"), digest_size=20).hexdigest()
+        self.key = _named(named)
         self.root = str(root)
         self._given = list(zip(listed, given))
         self._by_facts: Optional[str] = None  # ``_facts_key``, once computed ("" if it cannot be)
@@ -206,8 +201,7 @@ class FileLookup:
         self._probes_hold: dict[str, bool] = {}  # a stored probe list's key -> still as it was
 
     def _file_key(self, path: str, key: str) -> str:
-        return _FILE_PREFIX + blake2b(repr((self.key, path, key)).encode("utf-8", "surrogateescape"),
-                                      digest_size=20).hexdigest()
+        return _FILE_PREFIX + _named((self.key, path, key))
 
     def checking(self, path: str) -> bool:
         """Note ``path`` as checked; may its findings be reused and stored?"""
@@ -220,23 +214,18 @@ class FileLookup:
         with ``parse``, once the few files whose facts are not stored yet are parsed (``AT_MOST_PARSED``)."""
         if self._by_facts or (self._by_facts == "" and parse):  # known, or known not to be had
             return self._by_facts or None
-        store = self.session.store
-        unparsed = [path for path, key in self.keys.items() if store.facts_digest(path, key) is None]
-        if unparsed and parse and len(unparsed) <= AT_MOST_PARSED:
-            store.facts_many(unparsed, jobs=self.session.run.jobs)
-        names = [(path, store.facts_digest(path, key) if isinstance(key, str) else _text(key))
-                 for path, key in self._given]
+        if parse:
+            _parse_few(self.session, self.keys)
+        names = [(path, _facts_name(self.session.store, path, key)) for path, key in self._given]
         if any(name is None for _, name in names):
             self._by_facts = "" if parse else None
             return None
-        self._by_facts = blake2b(repr(["facts", *_run_options(self.session), self.root, names]).encode(
-            "utf-8", "surrogateescape"), digest_size=20).hexdigest()
+        self._by_facts = _named(["facts", *_run_options(self.session), self.root, names])
         return self._by_facts
 
     def _by_facts_key(self, facts_key: str, path: str, key: str) -> Optional[str]:
         digest = self.session.store.facts_digest(path, key)
-        return None if digest is None else _FILE_FACTS_PREFIX + blake2b(
-            repr((facts_key, path, digest)).encode("utf-8", "surrogateescape"), digest_size=20).hexdigest()
+        return None if digest is None else _FILE_FACTS_PREFIX + _named((facts_key, path, digest))
 
     def found(self, path: str, key: str) -> Optional[list[Diagnostic]]:
         """The stored findings of ``path`` (content key ``key``), if everything they depend on is as it was."""
@@ -335,6 +324,28 @@ def _row(d: Diagnostic) -> list[object]:
 def _diagnostic(row: list) -> Diagnostic:
     *fields, steps, related = row
     return Diagnostic(*fields, steps=tuple(Step(*s) for s in steps), related=tuple(Step(*s) for s in related))
+
+
+def _named(parts: object) -> str:
+    """The key that names ``parts`` (strings, numbers and lists or tuples of them)."""
+    return blake2b(repr(parts).encode("utf-8", "surrogateescape"), digest_size=20).hexdigest()
+
+
+def _parse_few(session: Session, keys: dict[str, str]) -> bool:
+    """Parse the files of ``keys`` whose facts are not stored yet, if they are few (``AT_MOST_PARSED``);
+    are all their facts stored now?"""
+    store = session.store
+    unparsed = [path for path, key in keys.items() if store.facts_digest(path, key) is None]
+    if len(unparsed) > AT_MOST_PARSED:
+        return False
+    if unparsed:
+        store.facts_many(unparsed, jobs=session.run.jobs)
+    return True
+
+
+def _facts_name(store: FactsStore, path: str, key: Union[str, FileError]) -> Optional[str]:
+    """A file named by its facts (``FactsStore.facts_digest``), or by why it could not be read."""
+    return store.facts_digest(path, key) if isinstance(key, str) else _text(key)
 
 
 def _text(key: Union[str, FileError]) -> str:

@@ -22,7 +22,7 @@ from typing import Any, Callable, ClassVar, Optional, Sequence
 
 from lint_rules.facts.names import Names
 from lint_rules.facts.walk import (
-    DEFINITIONS, EXPANDERS, LEAVES, PASSED_THROUGH, child_nodes, node_fields,
+    DEFINITIONS, EXPANDERS, LEAVES, PASSED_THROUGH, child_nodes, node_fields, positional_params,
 )
 from lint_rules.source import split_lines
 
@@ -52,10 +52,9 @@ class Scope:
         if kind == "function" and parent is not None:
             self.method = node if parent.kind == "class" else parent.method
         self.expressions = False
-        self._self_name: Optional[str] = None
+        self._self_name: Optional[str] = None  # read once: every handler asks
         if self.method is not None:
-            first = [*self.method.args.posonlyargs, *self.method.args.args][:1]
-            self._self_name = first[0].arg if first else None
+            self._self_name = next(iter(positional_params(self.method)), None)
 
     @property
     def self_name(self) -> Optional[str]:

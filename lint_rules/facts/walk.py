@@ -226,14 +226,6 @@ def _push(stack: list[ast.AST], node: Optional[ast.AST]) -> None:
         stack.append(node)
 
 
-def _attribute(node: ast.Attribute, stack: list[ast.AST]) -> None:
-    value = node.value
-    while type(value) is ast.Attribute:
-        value = value.value  # type: ignore[attr-defined]
-    if type(value) not in LEAVES:
-        stack.append(value)
-
-
 def _call(node: ast.Call, stack: list[ast.AST]) -> None:
     for keyword in reversed(node.keywords):
         _push(stack, keyword.value)
@@ -278,7 +270,7 @@ def _compare(node: ast.Compare, stack: list[ast.AST]) -> None:
 
 
 EXPANDERS: dict[type, Callable[[Any, list[ast.AST]], None]] = {
-    ast.Attribute: _attribute, ast.Call: _call, ast.Assign: _assign, ast.Subscript: _subscript,
+    ast.Attribute: _one("value"), ast.Call: _call, ast.Assign: _assign, ast.Subscript: _subscript,
     ast.BinOp: _binop, ast.Compare: _compare, ast.Expr: _one("value"), ast.Return: _one("value"),
     ast.UnaryOp: _one("operand"), ast.Tuple: _many("elts"), ast.List: _many("elts"),
     ast.BoolOp: _many("values"), ast.keyword: _one("value"),
