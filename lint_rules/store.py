@@ -34,7 +34,7 @@ from lint_rules.stamps import Stamps, blake2b, digest
 #: (how a value is written). Module names and paths are in each key already, so ``layout`` and
 #: ``discover`` are not.
 _FACTS_CODE = ("facts/*.py", "noqa.py", "contract.py", "vocabulary.py", "source.py", "store.py",
-               "cache_file.py", "stamps.py", "workers.py")
+               "cache_file.py", "stamps.py", "workers.py", "parse_here.py")
 
 
 def _facts_code_digest(package: Path = Path(__file__).parent) -> str:
@@ -132,12 +132,6 @@ class FactsStore:
             else:
                 outcomes[position] = found
         tasks = [task for _, _, task in misses]
-        pool = None
-        if tasks:  # the parser processes, started by the first miss and kept for the process's next runs
-            from lint_rules import workers
-
-            jobs = workers.auto_jobs(len(tasks)) if jobs == workers.AUTO else jobs
-            pool = workers.shared(("lint_rules.facts.extract",))
         done = [len(paths) - len(tasks)]  # read already: from memory, the cache, or an error
 
         def one_more() -> None:
@@ -147,7 +141,7 @@ class FactsStore:
         if progress is not None:
             progress(done[0], len(paths), done[0])
         told = {"done": one_more} if progress is not None else {}
-        extracted = pool.map(_extract, tasks, jobs=jobs, **told) if pool is not None else []
+        extracted = self._extract_all(tasks, jobs, told)
         if extracted:
             from lint_rules.facts import codec
             from lint_rules.facts.model import FileFacts
@@ -166,6 +160,19 @@ class FactsStore:
             if data is None:
                 self.memory[(path, locate)] = outcome  # type: ignore[assignment]
         return outcomes  # type: ignore[return-value]
+
+    @staticmethod
+    def _extract_all(tasks: list[tuple], jobs: int, told: dict) -> list:
+        """Parse the misses: in this process if they are few and small, else in the parser
+        processes (started by the first miss and kept for the process's next runs)."""
+        if not tasks:
+            return []
+        from lint_rules import workers
+        from lint_rules.parse_here import run_tasks
+
+        jobs = workers.auto_jobs(len(tasks)) if jobs == workers.AUTO else jobs
+        return run_tasks(_extract, tasks, [len(task[1]) for task in tasks], ("lint_rules.facts.extract",),
+                                 jobs, **told)
 
     def read_keys(self, paths: Sequence[str], locate: bool = True,
                   module: Optional[tuple[str, bool]] = None) -> list[Union[str, FileError]]:

@@ -4,7 +4,8 @@
 Parsers are native code. A valid file overflowed LibCST's stack (a 10,000-operand ``and`` chain
 segfaulted it on an 8 MiB main-thread stack) and needed far more memory than its size suggests
 (6 MB of ``x = 1`` lines: 8.8 GiB and 84 s; CPython's tree of 2.4 MB takes 1 GiB). So every task that parses
-(``Pool.map``: the facts store's extraction, ``--fix -j N``) runs in a worker process, which
+(``Pool.map``: the facts store's extraction, ``--fix -j N``) runs in a worker process, unless the
+files are together too small to need one (``parse_here``: after an edit), which
 
 * is ``python -I -S`` with the parent's import path minus the working directory (a checked
   project's ``json.py`` is never imported), and serves one task at a time on a thread with a
@@ -234,7 +235,7 @@ class _Worker:
             self.process.kill()
             code = self.process.wait()
         if isinstance(error, TimeoutError):
-            return f"timed out: parsing took more than {timeout:g} s (FWDLINT_FILE_TIMEOUT)"
+            return timed_out(timeout)
         tail = self._stderr_tail()
         if "memory allocation of" in tail or "MemoryError" in tail:  # Rust's allocation failure, Python's
             return out_of_memory(self.memory)
@@ -270,6 +271,10 @@ def _read_exactly(fd: int, size: int) -> bytes:
         chunks.append(chunk)
         left -= len(chunk)
     return b"".join(chunks)
+
+
+def timed_out(timeout: Optional[float]) -> str:
+    return f"timed out: parsing took more than {timeout:g} s (FWDLINT_FILE_TIMEOUT)"
 
 
 def out_of_memory(limit: Optional[int]) -> str:
@@ -463,13 +468,7 @@ def _answer(memory: Optional[int]) -> None:
         if len(header) < _HEADER.size:
             return
         function, task = pickle.loads(source.read(_HEADER.unpack(header)[0]))
-        try:
-            answer: tuple[bool, Any] = (True, function(task))
-        except MemoryError:
-            answer = (False, out_of_memory(memory))
-        except Exception as error:  # a bug of fwdlint's: this file's error line says so, the run goes on
-            text = str(error).strip().splitlines()
-            answer = (False, f"internal error ({type(error).__name__}: {text[0] if text else ''}); please report it")
+        answer = outcome_of(function, task, memory)
         try:
             payload = pickle.dumps(answer, protocol=pickle.HIGHEST_PROTOCOL)
         except MemoryError:
@@ -478,6 +477,17 @@ def _answer(memory: Optional[int]) -> None:
             payload = pickle.dumps((False, f"internal error (answer not picklable: {type(error).__name__})"))
         sink.write(_HEADER.pack(len(payload)) + payload)
         sink.flush()
+
+
+def outcome_of(function: Callable[[Any], Any], task: Any, memory: Optional[int]) -> tuple[bool, Any]:
+    """``(True, function(task))``, or ``(False, why not)`` in one line."""
+    try:
+        return True, function(task)
+    except MemoryError:
+        return False, out_of_memory(memory)
+    except Exception as error:  # a bug of fwdlint's: this file's error line says so, the run goes on
+        text = str(error).strip().splitlines()
+        return False, f"internal error ({type(error).__name__}: {text[0] if text else ''}); please report it"
 
 
 def _die_with_parent(parent: int) -> None:

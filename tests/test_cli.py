@@ -215,7 +215,7 @@ def _recording(asked: list[int]) -> Callable[..., list[Any]]:
 def test_default_jobs_follow_the_files_to_parse(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, files: int,
                                                 cpus: int, expected: int) -> None:
     """No -j: one parser process per ``TASKS_PER_WORKER`` files to parse, at most one per CPU."""
-    from lint_rules import cli, workers
+    from lint_rules import cli, parse_here, workers
 
     for number in range(files):
         (tmp_path / f"m{number}.py").write_text(f"x = {number}\n")
@@ -223,17 +223,19 @@ def test_default_jobs_follow_the_files_to_parse(tmp_path: Path, monkeypatch: pyt
     monkeypatch.setattr(workers, "TASKS_PER_WORKER", 16)
     asked: list[int] = []
     monkeypatch.setattr(workers.Pool, "map", _recording(asked))
+    monkeypatch.setattr(parse_here, "HERE_BYTES", 0)  # these few bytes would be parsed in this process
     assert cli.main(["-q", "--no-cache", "--isolated", str(tmp_path)]) == 0
     assert asked == [expected]
 
 
 def test_jobs_zero_means_every_cpu(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from lint_rules import cli, workers
+    from lint_rules import cli, parse_here, workers
 
     (tmp_path / "m.py").write_text("x = 1\n")
     monkeypatch.setattr(workers, "cpus", lambda: 3)
     asked: list[int] = []
     monkeypatch.setattr(workers.Pool, "map", _recording(asked))
+    monkeypatch.setattr(parse_here, "HERE_BYTES", 0)  # these few bytes would be parsed in this process
     assert cli.main(["-q", "--no-cache", "--isolated", "-j", "0", str(tmp_path)]) == 0
     assert asked == [3]
 

@@ -31,7 +31,7 @@ def test_version_does_not_import_libcst(tmp_path: Path) -> None:
 def test_cold_and_warm_runs_leave_libcst_to_the_workers(tmp_path: Path, jobs: str) -> None:
     (tmp_path / "pyproject.toml").write_text("")
     (tmp_path / "model.py").write_text(MODEL)
-    assert _probe(tmp_path, "-j", jobs, ".") == ("False", "1")  # cold: parsed in a worker
+    assert _probe(tmp_path, "-j", jobs, ".") == ("False", "1")  # cold: parsed (in this process: a small file)
     assert _probe(tmp_path, "-j", jobs, ".") == ("False", "1")  # warm: nothing parsed
 
 
