@@ -24,6 +24,9 @@ from lint_rules.facts.model import (
 FORMAT = "ebfe6e1c38f6"  # the digest of every record's shape
 
 
+_new = tuple.__new__  # a record made without its __new__, a Python function: the same tuple
+
+
 def _sized(row, size):
     if len(row) != size:  # another version's row, or not ours
         raise ValueError(f"a row of {len(row)} values where {size} are stored")
@@ -32,28 +35,28 @@ def _sized(row, size):
 
 def _read_FileFacts(row, path):
     row = _sized(row, 19)
-    return FileFacts(
+    return _new(FileFacts, (
         path,
         row[0],
-        tuple([(lambda v1: (v1[0], v1[1], ))(_sized(v0, 2)) for v0 in row[1]]),
-        tuple([_read_ClassFacts(v0) for v0 in row[2]]),
-        tuple([_read_Mark(v0) for v0 in row[3]]),
-        tuple([(lambda v1: (v1[0], v1[1], ))(_sized(v0, 2)) for v0 in row[4]]),
+        (tuple([tuple(_sized(v0, 2)) for v0 in row[1]]) if row[1] else ()),
+        (tuple([_read_ClassFacts(v0) for v0 in row[2]]) if row[2] else ()),
+        (tuple([_read_Mark(v0) for v0 in row[3]]) if row[3] else ()),
+        (tuple([tuple(_sized(v0, 2)) for v0 in row[4]]) if row[4] else ()),
         tuple(row[5]),
-        tuple([_read_FunctionFacts(v0) for v0 in row[6]]),
-        tuple([_read_WrapSite(v0) for v0 in row[7]]),
-        tuple([_read_WrappedCall(v0) for v0 in row[8]]),
-        tuple([_read_MetaSubmodule(v0) for v0 in row[9]]),
+        (tuple([_read_FunctionFacts(v0) for v0 in row[6]]) if row[6] else ()),
+        (tuple([_read_WrapSite(v0) for v0 in row[7]]) if row[7] else ()),
+        (tuple([_read_WrappedCall(v0) for v0 in row[8]]) if row[8] else ()),
+        (tuple([_read_MetaSubmodule(v0) for v0 in row[9]]) if row[9] else ()),
         tuple(row[10]),
-        tuple([_read_InitCall(v0) for v0 in row[11]]),
-        tuple([_read_ForwardPatch(v0) for v0 in row[12]]),
-        tuple([(lambda v1: (v1[0], v1[1], v1[2], ))(_sized(v0, 3)) for v0 in row[13]]),
-        tuple([(lambda v1: (v1[0], v1[1], ))(_sized(v0, 2)) for v0 in row[14]]),
-        tuple([_read_Handover(v0) for v0 in row[15]]),
+        (tuple([_read_InitCall(v0) for v0 in row[11]]) if row[11] else ()),
+        (tuple([_read_ForwardPatch(v0) for v0 in row[12]]) if row[12] else ()),
+        (tuple([tuple(_sized(v0, 3)) for v0 in row[13]]) if row[13] else ()),
+        (tuple([tuple(_sized(v0, 2)) for v0 in row[14]]) if row[14] else ()),
+        (tuple([_read_Handover(v0) for v0 in row[15]]) if row[15] else ()),
         bool(row[16]),
-        tuple([(lambda v1: (v1[0], v1[1], ))(_sized(v0, 2)) for v0 in row[17]]),
+        (tuple([tuple(_sized(v0, 2)) for v0 in row[17]]) if row[17] else ()),
         tuple(row[18]),
-    )
+    ))
 
 
 def _write_FileFacts(record):
@@ -82,13 +85,13 @@ def _write_FileFacts(record):
 
 def _read_ClassFacts(row):
     row = _sized(row, 5)
-    return ClassFacts(
+    return _new(ClassFacts, (
         row[0],
         tuple(row[1]),
-        tuple([_read_MethodFacts(v0) for v0 in row[2]]),
-        tuple([(lambda v1: (v1[0], tuple([_read_Source(v2) for v2 in v1[1]]), ))(_sized(v0, 2)) for v0 in row[3]]),
+        (tuple([_read_MethodFacts(v0) for v0 in row[2]]) if row[2] else ()),
+        (tuple([(lambda v1: (v1[0], (tuple([_read_Source(v2) for v2 in v1[1]]) if v1[1] else ()), ))(_sized(v0, 2)) for v0 in row[3]]) if row[3] else ()),  # noqa: E501
         tuple(row[4]),
-    )
+    ))
 
 
 def _write_ClassFacts(record):
@@ -103,19 +106,19 @@ def _write_ClassFacts(record):
 
 def _read_MethodFacts(row):
     row = _sized(row, 11)
-    return MethodFacts(
+    return _new(MethodFacts, (
         row[0],
         row[1],
         row[2],
         row[3],
         tuple(row[4]),
-        tuple([_read_Use(v0) for v0 in row[5]]),
+        (tuple([_read_Use(v0) for v0 in row[5]]) if row[5] else ()),
         tuple(row[6]),
         bool(row[7]),
         bool(row[8]),
         tuple(row[9]),
         bool(row[10]),
-    )
+    ))
 
 
 def _write_MethodFacts(record):
@@ -136,16 +139,16 @@ def _write_MethodFacts(record):
 
 def _read_Use(row):
     row = _sized(row, 8)
-    return Use(
+    return _new(Use, (
         row[0],
         row[1],
         row[2],
         row[3],
         row[4],
-        tuple([_read_Guard(v0) for v0 in row[5]]),
-        tuple([(lambda v1: (v1[0], v1[1], ))(_sized(v0, 2)) for v0 in row[6]]),
+        (tuple([_read_Guard(v0) for v0 in row[5]]) if row[5] else ()),
+        (tuple([tuple(_sized(v0, 2)) for v0 in row[6]]) if row[6] else ()),
         row[7],
-    )
+    ))
 
 
 def _write_Use(record):
@@ -163,13 +166,13 @@ def _write_Use(record):
 
 def _read_Guard(row):
     row = _sized(row, 5)
-    return Guard(
+    return _new(Guard, (
         row[0],
         row[1],
         row[2],
         tuple(row[3]),
         row[4],
-    )
+    ))
 
 
 def _write_Guard(record):
@@ -184,11 +187,11 @@ def _write_Guard(record):
 
 def _read_Source(row):
     row = _sized(row, 3)
-    return Source(
+    return _new(Source, (
         row[0],
         row[1],
         row[2],
-    )
+    ))
 
 
 def _write_Source(record):
@@ -201,7 +204,7 @@ def _write_Source(record):
 
 def _read_Mark(row):
     row = _sized(row, 7)
-    return Mark(
+    return _new(Mark, (
         row[0],
         row[1],
         row[2],
@@ -209,7 +212,7 @@ def _read_Mark(row):
         row[4],
         row[5],
         row[6],
-    )
+    ))
 
 
 def _write_Mark(record):
@@ -226,12 +229,12 @@ def _write_Mark(record):
 
 def _read_FunctionFacts(row):
     row = _sized(row, 4)
-    return FunctionFacts(
+    return _new(FunctionFacts, (
         row[0],
         tuple(row[1]),
-        tuple([_read_MethodFacts(v0) for v0 in row[2]]),
+        (tuple([_read_MethodFacts(v0) for v0 in row[2]]) if row[2] else ()),
         tuple(row[3]),
-    )
+    ))
 
 
 def _write_FunctionFacts(record):
@@ -245,7 +248,7 @@ def _write_FunctionFacts(record):
 
 def _read_WrapSite(row):
     row = _sized(row, 7)
-    return WrapSite(
+    return _new(WrapSite, (
         row[0],
         row[1],
         row[2],
@@ -253,7 +256,7 @@ def _read_WrapSite(row):
         row[4],
         tuple(row[5]),
         bool(row[6]),
-    )
+    ))
 
 
 def _write_WrapSite(record):
@@ -270,13 +273,13 @@ def _write_WrapSite(record):
 
 def _read_WrappedCall(row):
     row = _sized(row, 5)
-    return WrappedCall(
+    return _new(WrappedCall, (
         row[0],
         row[1],
         row[2],
         row[3],
         row[4],
-    )
+    ))
 
 
 def _write_WrappedCall(record):
@@ -291,7 +294,7 @@ def _write_WrappedCall(record):
 
 def _read_MetaSubmodule(row):
     row = _sized(row, 7)
-    return MetaSubmodule(
+    return _new(MetaSubmodule, (
         row[0],
         row[1],
         row[2],
@@ -299,7 +302,7 @@ def _read_MetaSubmodule(row):
         row[4],
         row[5],
         bool(row[6]),
-    )
+    ))
 
 
 def _write_MetaSubmodule(record):
@@ -316,15 +319,15 @@ def _write_MetaSubmodule(record):
 
 def _read_InitCall(row):
     row = _sized(row, 7)
-    return InitCall(
+    return _new(InitCall, (
         row[0],
         row[1],
         row[2],
         row[3],
         row[4],
         bool(row[5]),
-        tuple([(lambda v1: (v1[0], v1[1], ))(_sized(v0, 2)) for v0 in row[6]]),
-    )
+        (tuple([tuple(_sized(v0, 2)) for v0 in row[6]]) if row[6] else ()),
+    ))
 
 
 def _write_InitCall(record):
@@ -341,7 +344,7 @@ def _write_InitCall(record):
 
 def _read_ForwardPatch(row):
     row = _sized(row, 11)
-    return ForwardPatch(
+    return _new(ForwardPatch, (
         row[0],
         row[1],
         row[2],
@@ -353,7 +356,7 @@ def _read_ForwardPatch(row):
         bool(row[8]),
         row[9],
         row[10],
-    )
+    ))
 
 
 def _write_ForwardPatch(record):
@@ -374,14 +377,14 @@ def _write_ForwardPatch(record):
 
 def _read_Handover(row):
     row = _sized(row, 6)
-    return Handover(
+    return _new(Handover, (
         row[0],
         row[1],
         row[2],
         row[3],
         row[4],
         row[5],
-    )
+    ))
 
 
 def _write_Handover(record):

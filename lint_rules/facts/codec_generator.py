@@ -75,7 +75,10 @@ def _decoded(kind: Any, value: str, depth: int) -> str:
     if len(items) == 2 and items[1] is Ellipsis:
         if items[0] in (str, int):
             return f"tuple({value})"
-        return f"tuple([{_decoded(items[0], name, depth + 1)} for {name} in {value}])"
+        # most such lists are empty: no comprehension is started for them
+        return f"(tuple([{_decoded(items[0], name, depth + 1)} for {name} in {value}]) if {value} else ())"
+    if all(item in (str, int) for item in items):
+        return f"tuple(_sized({value}, {len(items)}))"
     return f"(lambda {name}: ({''.join(_decoded(a, f'{name}[{i}]', depth + 1) + ', ' for i, a in enumerate(items))}))" \
            f"(_sized({value}, {len(items)}))"
 
@@ -117,7 +120,7 @@ def _source(records: dict[str, type]) -> str:
         write = [_encoded(kind, f"record.{field}", 0) for field, kind in fields]
         lines += ["", "", f"def _read_{name}(row{', path' if path else ''}):",
                   f"    row = _sized(row, {len(fields)})",
-                  f"    return {name}(", *(f"        {item}," for item in read), "    )",
+                  f"    return _new({name}, (", *(f"        {item}," for item in read), "    ))",
                   "", "", f"def _write_{name}(record):",
                   "    return [", *(f"        {item}," for item in write), "    ]"]
     return "\n".join(line + "  # noqa: E501" if len(line) > 120 else line for line in lines) + "\n"
@@ -150,6 +153,7 @@ def module_text() -> str:
     names = "".join(f"    {name},\n" for name in sorted(records))
     return (_HEADER + "\nfrom lint_rules.facts.model import (\n" + names + ")\n\n"
             + f'FORMAT = "{_digest(FileFacts)}"  # the digest of every record\'s shape\n\n\n'
+            + "_new = tuple.__new__  # a record made without its __new__, a Python function: the same tuple\n\n\n"
             + "def _sized(row, size):\n"
             + "    if len(row) != size:  # another version's row, or not ours\n"
             + '        raise ValueError(f"a row of {len(row)} values where {size} are stored")\n'
