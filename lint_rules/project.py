@@ -116,6 +116,8 @@ class ProjectIndex:
     _absolute: set[str] = field(default_factory=set)  # the files' absolute paths (``holds``)
     _callers: Optional[dict[str, set[str]]] = None  # method name -> functions that call it (``callers_of``)
     _sites: Optional[list[tuple[FileFacts, int, WrapSite]]] = None  # every set-up of the view's files
+    # What rules derive from the whole view, by their own name; emptied when a file is added
+    derived: dict[str, dict] = field(default_factory=dict)
     # Names a verdict depended on that could not be read, one set per method being evaluated
     # (``computation``; ``note`` adds to the innermost)
     noting: list[set[Unresolved]] = field(default_factory=list)
@@ -149,6 +151,7 @@ class ProjectIndex:
         self._callers = None
         self.method_owners = None
         self._sites = None
+        self.derived.clear()
 
     def with_files(self, replaced: dict[str, FileFacts]) -> "ProjectIndex":
         """A new view of the same project where ``replaced`` (path -> facts) stand for those files:

@@ -91,3 +91,24 @@ def test_pre_commit_hooks_name_what_they_run() -> None:
     assert all(code in hooks["fwdlint"]["description"] for code in CODES)
     assert all(code in hooks["fwdlint-fix"]["description"] for code in fixable)
     assert not any(code in hook["name"] for hook in hooks.values() for code in CODES)
+
+
+def test_a_file_added_to_the_view_is_seen_by_what_fwd001_derived() -> None:
+    """FWD001 keeps, per method name, whether the project calls it only from forwards
+    (``ProjectIndex.derived``): a file added to the view (the flake8 plugin adds them between
+    checks) changes the answer."""
+    from lint_rules.engine import Run, Session, check_file
+    from lint_rules.facts.extract import extract
+    from lint_rules.project import ProjectIndex
+    from lint_rules.settings import Config
+
+    model = ("import torch.nn as nn\n\n\nclass M(nn.Module):\n    def gen(self, x):\n        return self(x)\n\n"
+             "    def forward(self, x):\n        return self.gen(x)\n")
+    view = ProjectIndex(config=Config(), loader=Session(Run(cache=False))._load)  # reads torch's files
+    facts = extract(model, "m.py", "m")
+    view.add(facts)
+    before = check_file(view, facts, ("FWD001",), ())
+    assert [d.code for d in before] == ["FWD001"] and "only from M.forward" in before[0].message
+    view.add(extract("def run(m, x):\n    return m.gen(x)\n", "run.py", "run"))
+    after = check_file(view, facts, ("FWD001",), ())
+    assert [d.code for d in after] == ["FWD001"] and "only from M.forward" not in after[0].message

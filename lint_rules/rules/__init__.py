@@ -8,9 +8,10 @@ findings (``results``) must not pay for loading the analyzer either.
 
 from __future__ import annotations
 
+import functools
 import importlib
 from types import ModuleType
-from typing import Any, Optional
+from typing import Any, Optional, Sequence
 
 #: rule module -> the rule's short name (its ``NAME``; tests/test_rules.py keeps them equal)
 RULE_MODULES: dict[str, str] = {
@@ -30,29 +31,39 @@ NAMES: dict[str, str] = dict(zip(CODES, RULE_MODULES.values()))  # a report name
 
 def __getattr__(name: str) -> Any:
     if name == "RULES":  # loaded on first use
-        value = tuple(importlib.import_module(f"{__name__}.{module}") for module in RULE_MODULES)
-        globals()["RULES"] = value
-        return value
+        return _rules()
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-def selected_codes(select: tuple[str, ...], ignore: tuple[str, ...]) -> list[str]:
+def _rules() -> tuple[ModuleType, ...]:
+    value = globals().get("RULES")
+    if value is None:  # a rule is selected for every file checked: import them once
+        value = globals()["RULES"] = tuple(importlib.import_module(f"{__name__}.{module}") for module in RULE_MODULES)
+    return value
+
+
+def selected_codes(select: Sequence[str], ignore: Sequence[str]) -> tuple[str, ...]:
     """Codes that match a ``select`` prefix and no longer-or-equal ``ignore`` prefix."""
+    return _selected_codes(tuple(select), tuple(ignore))
+
+
+@functools.lru_cache(maxsize=64)  # asked for every file checked
+def _selected_codes(select: tuple[str, ...], ignore: tuple[str, ...]) -> tuple[str, ...]:
     chosen = []
     for code in CODES:
         sel = max((len(p) for p in select if code.startswith(p)), default=-1)
         ign = max((len(p) for p in ignore if code.startswith(p)), default=-1)
         if sel >= 0 and sel > ign:
             chosen.append(code)
-    return chosen
+    return tuple(chosen)
 
 
-def selected(select: tuple[str, ...], ignore: tuple[str, ...]) -> list[ModuleType]:
+def selected(select: Sequence[str], ignore: Sequence[str]) -> list[ModuleType]:
     """The rule modules ``selected_codes`` names."""
     codes = set(selected_codes(select, ignore))
-    return [rule for rule in __getattr__("RULES") if rule.CODE in codes]
+    return [rule for rule in _rules() if rule.CODE in codes]
 
 
 def by_code(code: str) -> Optional[ModuleType]:
     """The rule with this code or name, if any."""
-    return next((rule for rule in __getattr__("RULES") if code in (rule.CODE, rule.NAME)), None)
+    return next((rule for rule in _rules() if code in (rule.CODE, rule.NAME)), None)

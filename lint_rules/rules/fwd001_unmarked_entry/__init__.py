@@ -347,6 +347,13 @@ def _called_only_from_forward(view: ProjectIndex, analysis: ClassAnalysis, name:
     for item in analysis.mro[1:]:
         if not view.holds(item.file.path) and any(method.name == name for method in item.cls.methods):
             return None
+    found = view.derived.setdefault("forward callers", {})  # the same for every class with such a method
+    if name not in found:
+        found[name] = _forward_callers(view, name)
+    return list(found[name]) if found[name] is not None else None
+
+
+def _forward_callers(view: ProjectIndex, name: str) -> Optional[list[str]]:
     callers: dict[str, set[str]] = {}  # method name -> names of the methods (not forwards) that call it
     forwards: dict[str, set[str]] = {}  # method name -> the forwards that call it
     todo = [name]
