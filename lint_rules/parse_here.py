@@ -14,15 +14,16 @@ import sys
 import threading
 from typing import Any, Callable, Optional, Sequence
 
-from lint_rules.workers import (RECURSION_LIMIT, STACK_BYTES, Failure, file_timeout, memory_limit, outcome_of,
-                                shared, timed_out)
+from lint_rules.parse_limits import (RECURSION_LIMIT, STACK_BYTES, Failure, file_timeout, memory_limit, outcome_of,
+                                     timed_out)
 
 
 def run_tasks(function: Callable[[Any], Any], tasks: Sequence[Any], sizes: Sequence[int], preload: Sequence[str],
               jobs: int = 1, done: Optional[Callable[[], None]] = None) -> list[Any]:
     """``function`` over ``tasks`` (``sizes``: the bytes of the file each parses): in this process
     when together they are small enough to keep within the workers' bounds without one (``here``),
-    else in the process's shared pool (``shared(preload).map``)."""
+    else in the process's shared pool (``workers.shared(preload).map``; ``jobs``: as there, or
+    ``workers.AUTO``)."""
     results: list[Any] = []
     if sum(sizes) <= here_budget():
         for task in tasks:
@@ -33,7 +34,12 @@ def run_tasks(function: Callable[[Any], Any], tasks: Sequence[Any], sizes: Seque
             if done is not None:
                 done()
     rest = tasks[len(results):]
-    return results + (shared(preload).map(function, rest, jobs=jobs, done=done) if rest else [])
+    if not rest:
+        return results
+    from lint_rules import workers  # starting processes: loaded only when they are needed
+
+    jobs = workers.auto_jobs(len(rest)) if jobs == workers.AUTO else jobs
+    return results + workers.shared(preload).map(function, rest, jobs=jobs, done=done)
 
 
 #: Bytes of source a run parses in its own process.

@@ -34,7 +34,8 @@ from lint_rules.stamps import Stamps, blake2b, digest
 #: (how a value is written). Module names and paths are in each key already, so ``layout`` and
 #: ``discover`` are not.
 _FACTS_CODE = ("facts/*.py", "noqa.py", "contract.py", "vocabulary.py", "source.py", "store.py",
-               "cache_file.py", "stamps.py", "workers.py", "parse_here.py")
+               "cache_file.py", "stamps.py", "workers.py", "parse_here.py",
+               "parse_limits.py")
 
 
 def _facts_code_digest(package: Path = Path(__file__).parent) -> str:
@@ -167,10 +168,8 @@ class FactsStore:
         processes (started by the first miss and kept for the process's next runs)."""
         if not tasks:
             return []
-        from lint_rules import workers
         from lint_rules.parse_here import run_tasks
 
-        jobs = workers.auto_jobs(len(tasks)) if jobs == workers.AUTO else jobs
         return run_tasks(_extract, tasks, [len(task[1]) for task in tasks], ("lint_rules.facts.extract",),
                                  jobs, **told)
 

@@ -39,19 +39,13 @@ import subprocess
 import sys
 import tempfile
 import threading
-from dataclasses import dataclass
 from typing import IO, Any, Callable, Optional, Sequence
 
 from lint_rules import GC_THRESHOLDS
+from lint_rules.parse_limits import (RECURSION_LIMIT, STACK_BYTES, Failure, file_timeout, memory_limit, out_of_memory,
+                                     outcome_of, timed_out)
 
-#: Nesting is followed recursively (LibCST's visitors, the collectors, the fixers): on a
-#: ``STACK_BYTES`` stack, 400,000 levels of an ``and`` chain were measured to fit, so this limit
-#: ends the recursion (a "too deeply nested" error line) long before the stack could overflow.
-RECURSION_LIMIT = 100_000
-STACK_BYTES = 512 * 2**20
 _HEADER = struct.Struct("!Q")
-_DEFAULT_TIMEOUT = 60.0
-_MIN_MEMORY = 2 * 2**30
 #: ``jobs`` that asks for as many workers as the number of tasks repays (``auto_jobs``).
 AUTO = 0
 #: Tasks per worker that repay starting it: a worker took about 0.2 s to start (an interpreter that
@@ -71,44 +65,6 @@ _BOOT = (
 )
 
 
-@dataclass(frozen=True)
-class Failure:
-    """A task whose worker crashed, ran out of memory or time, or raised: why, in one line."""
-
-    reason: str
-
-
-def file_timeout() -> Optional[float]:
-    value = _env_number("FWDLINT_FILE_TIMEOUT", _DEFAULT_TIMEOUT)
-    return value if value > 0 else None
-
-
-def memory_limit() -> Optional[int]:
-    """Bytes of address space per worker, or ``None`` for none (not Linux, or asked for 0)."""
-    if not sys.platform.startswith("linux"):
-        return None
-    asked = _env_number("FWDLINT_WORKER_MEMORY", -1)
-    if asked >= 0:
-        return _within_inherited(int(asked * 2**20) or None)
-    try:
-        physical = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
-    except (ValueError, OSError):
-        return _within_inherited(None)
-    return _within_inherited(max(_MIN_MEMORY, physical // ((os.cpu_count() or 1) + 1)))
-
-
-def _within_inherited(limit: Optional[int]) -> Optional[int]:
-    """``limit``, lowered to the address-space limit this process inherited (``ulimit -v``): a worker
-    may lower its limit, never raise it (raising above the hard limit is a ``ValueError``)."""
-    try:
-        import resource
-
-        inherited = [value for value in resource.getrlimit(resource.RLIMIT_AS) if value != resource.RLIM_INFINITY]
-    except (ImportError, OSError, ValueError):
-        return limit
-    return min([*inherited, *([limit] if limit else [])], default=None)
-
-
 def cpus() -> int:
     """The CPUs this process may run on (its affinity mask, a container's limit), at least 1."""
     try:
@@ -120,13 +76,6 @@ def cpus() -> int:
 def auto_jobs(tasks: int) -> int:
     """Workers for ``tasks`` parsing tasks: one per ``TASKS_PER_WORKER``, at most one per CPU."""
     return max(1, min(cpus(), tasks // TASKS_PER_WORKER))
-
-
-def _env_number(name: str, default: float) -> float:
-    try:
-        return float(os.environ.get(name, "") or default)
-    except ValueError:
-        return default
 
 
 def _import_path() -> list[str]:
@@ -271,15 +220,6 @@ def _read_exactly(fd: int, size: int) -> bytes:
         chunks.append(chunk)
         left -= len(chunk)
     return b"".join(chunks)
-
-
-def timed_out(timeout: Optional[float]) -> str:
-    return f"timed out: parsing took more than {timeout:g} s (FWDLINT_FILE_TIMEOUT)"
-
-
-def out_of_memory(limit: Optional[int]) -> str:
-    limit_text = f" (limit {limit / 2**30:.1f} GiB per parser process; FWDLINT_WORKER_MEMORY)" if limit else ""
-    return "out of memory" + limit_text
 
 
 class Pool:
@@ -477,17 +417,6 @@ def _answer(memory: Optional[int]) -> None:
             payload = pickle.dumps((False, f"internal error (answer not picklable: {type(error).__name__})"))
         sink.write(_HEADER.pack(len(payload)) + payload)
         sink.flush()
-
-
-def outcome_of(function: Callable[[Any], Any], task: Any, memory: Optional[int]) -> tuple[bool, Any]:
-    """``(True, function(task))``, or ``(False, why not)`` in one line."""
-    try:
-        return True, function(task)
-    except MemoryError:
-        return False, out_of_memory(memory)
-    except Exception as error:  # a bug of fwdlint's: this file's error line says so, the run goes on
-        text = str(error).strip().splitlines()
-        return False, f"internal error ({type(error).__name__}: {text[0] if text else ''}); please report it"
 
 
 def _die_with_parent(parent: int) -> None:
