@@ -29,13 +29,12 @@ from lint_rules.stamps import Stamps, blake2b, digest
 
 #: The code whose changes change the STORED facts (rules run on facts after the cache, so they are
 #: not here): the collectors, what they import from outside ``facts`` (noqa comments, the shared
-#: contract, source decoding and positions), this module's ``_extract`` (the syntax verdicts) and
-#: ``workers`` (its recursion limit and stack decide what is too deeply nested), and ``cache_file``
-#: (how a value is written). Module names and paths are in each key already, so ``layout`` and
-#: ``discover`` are not.
+#: contract, source decoding and positions), this module's ``_extract`` (the syntax verdicts),
+#: ``workers``, ``parse_here`` and ``parse_limits`` (the recursion limit and stack decide what is too
+#: deeply nested), and ``cache_file`` (how a value is written). Module names and paths are in each
+#: key already, so ``layout`` and ``discover`` are not.
 _FACTS_CODE = ("facts/*.py", "noqa.py", "contract.py", "vocabulary.py", "source.py", "store.py",
-               "cache_file.py", "stamps.py", "workers.py", "parse_here.py",
-               "parse_limits.py")
+               "cache_file.py", "stamps.py", "workers.py", "parse_here.py", "parse_limits.py")
 
 
 def _facts_code_digest(package: Path = Path(__file__).parent) -> str:
@@ -170,8 +169,8 @@ class FactsStore:
             return []
         from lint_rules.parse_here import run_tasks
 
-        return run_tasks(_extract, tasks, [len(task[1]) for task in tasks], ("lint_rules.facts.extract",),
-                                 jobs, **told)
+        return run_tasks(_extract, tasks, [len(task[1]) for task in tasks], ("lint_rules.facts.extract",), jobs,
+                         **told)
 
     def read_keys(self, paths: Sequence[str], locate: bool = True,
                   module: Optional[tuple[str, bool]] = None) -> list[Union[str, FileError]]:
