@@ -11,11 +11,10 @@ and what its trees can take stays far below the workers' memory limit (``here_bu
 from __future__ import annotations
 
 import sys
-import threading
 from typing import Any, Callable, Optional, Sequence
 
 from lint_rules.parse_limits import (RECURSION_LIMIT, STACK_BYTES, Failure, file_timeout, memory_limit, outcome_of,
-                                     timed_out)
+                                     started_on_stack, timed_out)
 
 
 def run_tasks(function: Callable[[Any], Any], tasks: Sequence[Any], sizes: Sequence[int], preload: Sequence[str],
@@ -26,8 +25,9 @@ def run_tasks(function: Callable[[Any], Any], tasks: Sequence[Any], sizes: Seque
     ``workers.AUTO``)."""
     results: list[Any] = []
     if sum(sizes) <= here_budget():
+        timeout = file_timeout()
         for task in tasks:
-            result = here(function, task, file_timeout())
+            result = here(function, task, timeout)
             if result is _NO_THREAD:
                 break
             results.append(result)
@@ -63,19 +63,15 @@ def here(function: Callable[[Any], Any], task: Any, timeout: Optional[float]) ->
     ``timeout`` is a ``Failure`` and left to end on its own: nothing waits for its thread."""
     outcome: list[tuple[bool, Any]] = []
     limit = sys.getrecursionlimit()
-    previous = threading.stack_size(STACK_BYTES)
+    sys.setrecursionlimit(max(limit, RECURSION_LIMIT))  # here, not in the thread: restored even if it runs on
     try:
-        thread = threading.Thread(target=lambda: outcome.append(outcome_of(function, task, None)),
-                                  name="fwdlint-parser", daemon=True)
-        sys.setrecursionlimit(max(limit, RECURSION_LIMIT))
-        thread.start()
-    except RuntimeError:  # "can't start new thread": no room for the stack
-        sys.setrecursionlimit(limit)
-        return _NO_THREAD
+        thread = started_on_stack(lambda: outcome.append(outcome_of(function, task, None)), STACK_BYTES,
+                                  "fwdlint-parser")
+        if thread is None:
+            return _NO_THREAD
+        thread.join(timeout)
     finally:
-        threading.stack_size(previous)
-    thread.join(timeout)
-    sys.setrecursionlimit(limit)
+        sys.setrecursionlimit(limit)
     if not outcome:
         return Failure(timed_out(timeout))
     ok, value = outcome[0]

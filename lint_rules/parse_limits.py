@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import sys
+import threading
 from dataclasses import dataclass
 from typing import Any, Callable, Optional
 
@@ -83,3 +84,17 @@ def outcome_of(function: Callable[[Any], Any], task: Any, memory: Optional[int])
     except Exception as error:  # a bug of fwdlint's: this file's error line says so, the run goes on
         text = str(error).strip().splitlines()
         return False, f"internal error ({type(error).__name__}: {text[0] if text else ''}); please report it"
+
+
+def started_on_stack(target: Callable[[], None], stack_bytes: int, name: str) -> Optional[threading.Thread]:
+    """A daemon thread running ``target`` on a stack of ``stack_bytes``, started; ``None`` if the
+    process has no room for such a stack ("can't start new thread", under an address-space limit)."""
+    previous = threading.stack_size(stack_bytes)
+    try:
+        thread = threading.Thread(target=target, name=name, daemon=True)
+        thread.start()
+        return thread
+    except RuntimeError:
+        return None
+    finally:
+        threading.stack_size(previous)

@@ -104,8 +104,9 @@ class FactsStore:
     def facts_many(self, paths: Sequence[str], locate: bool = True, jobs: int = 1, data: Optional[bytes] = None,
                    module: Optional[tuple[str, bool]] = None,
                    progress: Optional[Callable[[int, int, int], None]] = None) -> list[Outcome]:
-        """Facts of many files; cache misses are extracted in ``jobs`` worker processes
-        (``workers.AUTO``: as many as the number of misses repays, ``workers.auto_jobs``).
+        """Facts of many files; cache misses are extracted here if they are few and small
+        (``parse_here``), else in ``jobs`` worker processes (``workers.AUTO``: as many as the number
+        of misses repays, ``workers.auto_jobs``).
         ``progress(done, total, cached)`` is told as files are read (``progress.ProgressLine``)."""
         outcomes: list[Optional[Outcome]] = [None] * len(paths)
         misses: list[tuple[int, str, tuple]] = []

@@ -4,8 +4,8 @@
 Parsers are native code. A valid file overflowed LibCST's stack (a 10,000-operand ``and`` chain
 segfaulted it on an 8 MiB main-thread stack) and needed far more memory than its size suggests
 (6 MB of ``x = 1`` lines: 8.8 GiB and 84 s; CPython's tree of 2.4 MB takes 1 GiB). So every task that parses
-(``Pool.map``: the facts store's extraction, ``--fix -j N``) runs in a worker process, unless the
-files are together too small to need one (``parse_here``: after an edit), which
+(``Pool.map``: the facts store's extraction, ``--fix -j N``) runs in a worker process (a few small
+files, as after an edit, are parsed in fwdlint's own process instead: ``parse_here``), which
 
 * is ``python -I -S`` with the parent's import path minus the working directory (a checked
   project's ``json.py`` is never imported), and serves one task at a time on a thread with a
@@ -43,7 +43,7 @@ from typing import IO, Any, Callable, Optional, Sequence
 
 from lint_rules import GC_THRESHOLDS
 from lint_rules.parse_limits import (RECURSION_LIMIT, STACK_BYTES, Failure, file_timeout, memory_limit, out_of_memory,
-                                     outcome_of, timed_out)
+                                     outcome_of, started_on_stack, timed_out)
 
 _HEADER = struct.Struct("!Q")
 #: ``jobs`` that asks for as many workers as the number of tasks repays (``auto_jobs``).
@@ -354,16 +354,10 @@ def on_deep_stack(function: Callable[..., Any], *args: Any) -> Any:
             sys.setrecursionlimit(limit)
 
     for share in (1, 4, 16):
-        previous = threading.stack_size(STACK_BYTES // share)
-        try:
-            thread = threading.Thread(target=run, args=(RECURSION_LIMIT // share,), name="fwdlint-deep-stack",
-                                      daemon=True)
-            thread.start()
+        thread = started_on_stack(lambda share=share: run(RECURSION_LIMIT // share),  # type: ignore[misc]
+                                  STACK_BYTES // share, "fwdlint-deep-stack")
+        if thread is not None:
             break
-        except RuntimeError:  # "can't start new thread": no room for this stack
-            continue
-        finally:
-            threading.stack_size(previous)
     else:
         return function(*args)
     thread.join()
