@@ -14,7 +14,7 @@ import sys
 from typing import Any, Callable, Optional, Sequence
 
 from lint_rules.parse_limits import (RECURSION_LIMIT, STACK_BYTES, Failure, file_timeout, memory_limit, outcome_of,
-                                     started_on_stack, timed_out)
+                                     process_limited, started_on_stack, timed_out)
 
 
 def run_tasks(function: Callable[[Any], Any], tasks: Sequence[Any], sizes: Sequence[int], preload: Sequence[str],
@@ -52,7 +52,11 @@ _NO_THREAD = object()
 
 def here_budget() -> int:
     """Bytes of source this process may parse itself: ``HERE_BYTES``, fewer under a memory limit
-    (``FWDLINT_WORKER_MEMORY``) that their trees could exceed."""
+    (``FWDLINT_WORKER_MEMORY``) that their trees could exceed, none when this process itself runs
+    under an address-space limit (``ulimit -v``): there a tree parsed here took the room a thread
+    started later needed ("can't start new thread" ended a ``--fix`` under 1000 MiB)."""
+    if process_limited():
+        return 0
     memory = memory_limit()
     return HERE_BYTES if memory is None else min(HERE_BYTES, memory // _TREE_BYTES_PER_BYTE)
 

@@ -59,6 +59,16 @@ def _within_inherited(limit: Optional[int]) -> Optional[int]:
     return min([*inherited, *([limit] if limit else [])], default=None)
 
 
+def process_limited() -> bool:
+    """Does this process run under an address-space limit (``ulimit -v``)?"""
+    try:
+        import resource
+
+        return resource.getrlimit(resource.RLIMIT_AS)[0] != resource.RLIM_INFINITY
+    except (ImportError, OSError, ValueError):
+        return False
+
+
 def _env_number(name: str, default: float) -> float:
     try:
         return float(os.environ.get(name, "") or default)

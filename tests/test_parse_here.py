@@ -73,6 +73,15 @@ def test_a_memory_limit_lowers_what_is_parsed_here(monkeypatch: pytest.MonkeyPat
     assert parse_here.here_budget() == parse_here.HERE_BYTES
 
 
+def test_a_process_under_an_address_space_limit_parses_nothing_itself() -> None:
+    """There the workers, each with its own limit, keep the process's room for its own threads."""
+    probe = "import resource\nresource.setrlimit(resource.RLIMIT_AS, (8 * 2**30, resource.RLIM_INFINITY))\n" \
+            "from lint_rules import parse_here\nprint(parse_here.here_budget())\n"
+    proc = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60,
+                          env={"PYTHONPATH": str(ROOT), "PATH": ""})
+    assert proc.stdout.split() == ["0"], proc.stderr
+
+
 # runs the CLI in this interpreter, then prints whether it started a parser process
 PROBE = ("import sys\nfrom lint_rules import workers\nfrom lint_rules.cli import main\ntry:\n"
          "    main(sys.argv[1:])\nexcept SystemExit:\n    pass\n"
