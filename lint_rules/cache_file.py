@@ -235,6 +235,10 @@ class Cache:
                 pass
             except sqlite3.Error:
                 damaged = True
+            try:  # SQLite folds the log only on the last close, and two runs ending together can
+                self.db.execute("PRAGMA wal_checkpoint(TRUNCATE)")  # each see the other still open
+            except sqlite3.Error:  # busy beyond the timeout: the next run that writes folds it
+                pass
         try:
             self.db.close()
         except sqlite3.Error:
