@@ -19,12 +19,12 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Optional
+from typing import Callable, Optional, TypeVar
 
 from lint_rules.facts.model import (
     ATTR_CALL, DYNAMIC_CALL, ELEMENT_METHOD, PASS_CALL, READ, RESULT_CALL, RESULT_METHOD, SELF_CALL, SRC_ANNOTATION,
     SRC_ATTR, SRC_CALL, SRC_ELEMENT, SRC_MODULE, SRC_NOT_MODULE, SRC_PARAM, SRC_PARAM_CALL, SRC_REF, SRC_RESULT,
-    SUB_CALL, SUB_METHOD, SUB_RESULT, SUPER_CALL, FileFacts, FunctionFacts, Guard, MethodFacts, Source, Use,
+    SUB_CALL, SUB_METHOD, SUB_RESULT, SUPER_CALL, ClassFacts, FileFacts, FunctionFacts, Guard, MethodFacts, Source, Use,
 )
 from lint_rules import contract
 from lint_rules.diagnostics import Chain, Step
@@ -34,6 +34,8 @@ from lint_rules.values import DYNAMIC, MISSING, Unresolved
 from lint_rules.vocabulary import (
     ENTRY_METHOD_NAMES, FACTORY_SUFFIXES, FORWARD_NAMES, KEYED_CONTAINERS, MODULE_API, MODULE_METHODS, TORCH_NN_HEADS,
 )
+
+T = TypeVar("T")
 
 #: Getters whose result is a submodule when the project cannot show what they return
 #: (``self.get_input_embeddings()(ids)``, ``enc = self.get_encoder(); enc(x)``).
@@ -55,6 +57,8 @@ class ClassAnalysis:
     index: ProjectIndex
     ref: ClassRef
     mro: list[ClassRef] = field(init=False)
+    # name -> (MRO position counted from the end, method): a base's map holds unchanged in a subclass
+    # whose MRO continues as the base's, so a subclass copies it instead of walking every base
     _methods: dict[str, tuple[int, MethodFacts]] = field(init=False)
     _chains: dict[tuple[int, str, str], Optional[Chain]] = field(default_factory=dict)
     # Cycle handling (a calls b, b calls a): a "no" reached through a method still being
@@ -67,20 +71,34 @@ class ClassAnalysis:
     # What each method's verdict depended on that could not be read (``unknowns``)
     _unknowns: dict[tuple[int, str, str], frozenset[Unresolved]] = field(default_factory=dict)
     _unknown_attr: dict[str, Optional[Unresolved]] = field(default_factory=dict)
-    _family_sources: Optional[dict[str, list[tuple[ClassRef, Source]]]] = None
-    _module_uses: Optional[set[str]] = None  # attributes whose module methods it calls (``_used_as_module``)
+    _family: Optional[list[ClassRef]] = None  # the class, its bases and its subclasses (``sources``)
+    _sources: dict[str, list[tuple[ClassRef, Source]]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        self.mro = self.index.mro(self.ref)
+        self.mro = mro = self.index.mro(self.ref)
+        last = len(mro) - 1
+        if last and self.index.mro(mro[1]) == mro[1:]:  # PreTrainedModel's 3,830 subclasses: ~200 names each
+            self._methods = dict(analysis_for(self.index, mro[1])._methods)
+            own: dict[str, tuple[int, MethodFacts]] = {}
+            for method in self.ref.cls.methods:
+                own.setdefault(method.name, (last, method))
+            self._methods.update(own)
+            return
         self._methods = {}
-        for position, item in enumerate(self.mro):
+        for position, item in enumerate(mro):
             for method in item.cls.methods:
-                self._methods.setdefault(method.name, (position, method))
+                self._methods.setdefault(method.name, (last - position, method))
 
     # -- lookups ---------------------------------------------------------------------------
+    def method(self, name: str) -> Optional[MethodFacts]:
+        """``lookup`` without the position (asked of every subclass by ``_overriders``)."""
+        found = self._methods.get(name)
+        return found[1] if found is not None else None
+
     def lookup(self, name: str, after: int = -1) -> Optional[tuple[int, MethodFacts]]:
         if after < 0:
-            return self._methods.get(name)
+            found = self._methods.get(name)
+            return (len(self.mro) - 1 - found[0], found[1]) if found is not None else None
         for position in range(after + 1, len(self.mro)):
             for method in self.mro[position].cls.methods:
                 if method.name == name:
@@ -91,14 +109,15 @@ class ClassAnalysis:
         """What is assigned to ``self.<attr>`` in the class, its bases and its subclasses anywhere in
         the project: a base that uses ``self.backbone`` which only its subclasses assign (through a
         factory in another file) holds whatever they assign."""
-        if self._family_sources is None:
-            family: dict[str, list[tuple[ClassRef, Source]]] = {}
-            own = self.index.holds(self.ref.file.path)  # an installed class is not extended by the project
-            for item in [*self.mro, *(self.index.subclasses(self.ref) if own else ())]:
-                for name, srcs in item.cls.attrs:
-                    family.setdefault(name, []).extend((item, src) for src in srcs)
-            self._family_sources = family
-        return self._family_sources.get(attr, [])
+        found = self._sources.get(attr)
+        if found is None:
+            if self._family is None:
+                own = self.index.holds(self.ref.file.path)  # an installed class is not extended by the project
+                self._family = [*self.mro, *(self.index.subclasses(self.ref) if own else ())]
+            by_class = self.index.derived.setdefault("attributes by class", {})
+            found = self._sources[attr] = [(item, src) for item in self._family
+                                           for src in _per_class(by_class, item.cls, _attributes).get(attr, ())]
+        return found
 
     def unknown_attr(self, attr: str) -> Optional[Unresolved]:
         """The name, among what ``self.<attr>`` is built from, that the analysis could not read
@@ -167,10 +186,8 @@ class ClassAnalysis:
         return result
 
     def _used_as_module(self, attr: str) -> bool:
-        if self._module_uses is None:  # once per class: asked about each of its attributes
-            self._module_uses = {use.name for item in self.mro for method in item.cls.methods for use in method.uses
-                                 if use.kind == SUB_METHOD and use.method in MODULE_API}
-        return attr in self._module_uses
+        by_class = self.index.derived.setdefault("module uses by class", {})
+        return any(attr in _per_class(by_class, item.cls, _module_uses) for item in self.mro)
 
     def _source_verdict(self, item: ClassRef, src: Source, load: bool) -> Optional[bool]:
         if src.kind == SRC_MODULE:
@@ -519,13 +536,9 @@ class ClassAnalysis:
     # -- who calls whom --------------------------------------------------------------------
     def called_names(self) -> set[str]:
         """Method names called from methods of this class, its bases and its subclasses."""
-        names: set[str] = set()
-        for item in [*self.mro, *self.index.subclasses(self.ref)]:
-            for method in item.cls.methods:
-                for use in method.uses:
-                    if use.kind in (ATTR_CALL, SUPER_CALL) and use.name != method.name:
-                        names.add(use.name)
-        return names | set(self.quoted_methods())
+        by_class = self.index.derived.setdefault("calls by class", {})
+        return set(self.quoted_methods()).union(
+            *(_per_class(by_class, item.cls, _called_names) for item in [*self.mro, *self.index.subclasses(self.ref)]))
 
 
 def _unknown_computes(index: ProjectIndex, method: str) -> bool:
@@ -639,12 +652,42 @@ def _overriders(index: ProjectIndex, ref: ClassRef, method: MethodFacts) -> list
     for sub in subclasses:
         overrides = answers.get(sub.key)
         if overrides is None:
-            hit = analysis_for(index, sub).lookup(method.name)
-            overrides = answers[sub.key] = hit is not None and hit[1] is not method
+            hit = analysis_for(index, sub).method(method.name)
+            overrides = answers[sub.key] = hit is not None and hit is not method
         if overrides:
             found.append(sub)
     index.overriders[key] = (answers, subclasses, found)
     return found
+
+
+def _per_class(by_class: dict[int, T], cls: ClassFacts, make: Callable[[ClassFacts], T]) -> T:
+    """What ``make`` reads off one class, made once per class rather than once per class analysing
+    it (each of ``PreTrainedModel``'s 3,830 subclasses reads its bases' too); by ``id``, in
+    ``ProjectIndex.derived``, which is emptied when a file is added."""
+    found = by_class.get(id(cls))
+    if found is None:
+        found = by_class[id(cls)] = make(cls)
+    return found
+
+
+def _attributes(cls: ClassFacts) -> dict[str, list[Source]]:
+    """The sources of each ``self.<name>`` the class assigns, by name."""
+    found: dict[str, list[Source]] = {}
+    for name, srcs in cls.attrs:
+        found.setdefault(name, []).extend(srcs)
+    return found
+
+
+def _module_uses(cls: ClassFacts) -> frozenset[str]:
+    """Attributes whose ``Module`` methods the class calls (``self.encoder.eval()``)."""
+    return frozenset(use.name for method in cls.methods for use in method.uses
+                     if use.kind == SUB_METHOD and use.method in MODULE_API)
+
+
+def _called_names(cls: ClassFacts) -> frozenset[str]:
+    """Method names the class's methods call on ``self`` or ``super()``, their own names apart."""
+    return frozenset(use.name for method in cls.methods for use in method.uses
+                     if use.kind in (ATTR_CALL, SUPER_CALL) and use.name != method.name)
 
 
 def analysis_for(index: ProjectIndex, ref: ClassRef) -> ClassAnalysis:

@@ -98,9 +98,10 @@ class ProjectIndex:
     _module_cache: dict[tuple[str, str], bool] = field(default_factory=dict)
     _mro_cache: dict[tuple[str, str], list[ClassRef]] = field(default_factory=dict)
     _subclasses: Optional[dict[str, list[ClassRef]]] = None  # last name of a base -> classes
-    # class key -> (the names searched, each with its number of candidates then; ``subclasses``): the
-    # answer holds until a file read adds a class with a base of one of those names
-    _subclasses_of: dict[tuple[str, str], tuple[tuple[tuple[str, int], ...], tuple[ClassRef, ...]]] = field(
+    _bases_indexed: int = 0  # entries ever added to ``_subclasses``: unchanged, every answer holds
+    # class key -> (``_bases_indexed``, the names searched, each with its number of candidates then;
+    # ``subclasses``): the answer holds until a file read adds a class with a base of one of those names
+    _subclasses_of: dict[tuple[str, str], tuple[int, tuple[tuple[str, int], ...], tuple[ClassRef, ...]]] = field(
         default_factory=dict)
     _siblings_read: set[str] = field(default_factory=set)
     _versions: dict[str, Optional[str]] = field(default_factory=dict)
@@ -407,9 +408,13 @@ class ProjectIndex:
         return None
 
     def is_lightning_class(self, ref: ClassRef) -> bool:
-        return any(contract.is_lightning_module(f"{item.file.module}.{item.cls.qualname}")
-                   or any(contract.is_lightning_module(base) for base in item.cls.bases)
-                   for item in self.mro(ref))
+        known = self.derived.setdefault("lightning classes", {})  # asked for every method of a class
+        found = known.get(ref.key)
+        if found is None:
+            found = known[ref.key] = any(contract.is_lightning_module(f"{item.file.module}.{item.cls.qualname}")
+                                         or any(contract.is_lightning_module(base) for base in item.cls.bases)
+                                         for item in self.mro(ref))
+        return found
 
     def mro(self, ref: ClassRef) -> list[ClassRef]:
         """The class and its bases, read from the project and the environment (torch's too), depth
@@ -442,13 +447,18 @@ class ProjectIndex:
         if siblings:
             self._read_siblings(ref.file)
         known = self._subclasses_of.get(ref.key)
-        if known is not None and self._subclasses is not None and all(
-                len(self._subclasses.get(name, ())) == size for name, size in known[0]):
-            return known[1]  # the same tuple while it holds (``computation._overriders`` relies on it)
+        if known is not None and self._subclasses is not None:
+            indexed, searched_then, result = known
+            if indexed == self._bases_indexed:  # asked again and again on a big hierarchy: nothing new
+                return result  # the same tuple while it holds (``computation._overriders`` relies on it)
+            if all(len(self._subclasses.get(name, ())) == size for name, size in searched_then):
+                self._subclasses_of[ref.key] = (self._bases_indexed, searched_then, result)
+                return result
         if self._subclasses is None:
             self._subclasses = {}
             for facts in {id(f): f for f in [*self.files.values(), *self.modules.values()] if f}.values():
                 self._index_bases(facts)
+        indexed = self._bases_indexed  # before: the search may read files that add classes
         found: list[ClassRef] = []
         seen = {ref.key}
         frontier = [ref]
@@ -466,7 +476,7 @@ class ProjectIndex:
                     found.append(candidate)
                     frontier.append(candidate)
         result = tuple(found)
-        self._subclasses_of[ref.key] = (tuple(searched), result)
+        self._subclasses_of[ref.key] = (indexed, tuple(searched), result)
         return result
 
     def _index_bases(self, facts: FileFacts) -> None:
@@ -474,6 +484,7 @@ class ProjectIndex:
         for cls in facts.classes:
             for base in cls.bases:
                 self._subclasses.setdefault(base.rpartition(".")[2], []).append(ClassRef(facts, cls))
+                self._bases_indexed += 1
 
     def _read_siblings(self, facts: FileFacts) -> None:
         package = facts.module.rpartition(".")[0] if not facts.path.endswith("__init__.py") else facts.module

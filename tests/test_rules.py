@@ -112,3 +112,32 @@ def test_a_file_added_to_the_view_is_seen_by_what_fwd001_derived() -> None:
     view.add(extract("def run(m, x):\n    return m.gen(x)\n", "run.py", "run"))
     after = check_file(view, facts, ("FWD001",), ())
     assert [d.code for d in after] == ["FWD001"] and "only from M.forward" not in after[0].message
+
+
+def test_subclasses_found_before_a_module_read_include_the_classes_it_brings(tmp_path: Path) -> None:
+    """``ProjectIndex.subclasses`` keeps its answer while no class has been indexed since (it is asked
+    for every method of a big hierarchy); a module read later to resolve a name can bring a class
+    with a base of that name, and then the answer grows. An unrelated class keeps the same tuple
+    (``computation._overriders`` relies on it)."""
+    from lint_rules.facts.extract import extract
+    from lint_rules.project import ClassRef, ProjectIndex
+    from lint_rules.settings import Config
+
+    sources = {"base": "class Base:\n    pass\n", "a": "from base import Base\n\n\nclass A(Base):\n    pass\n",
+               "other": "class Other(Unrelated):\n    pass\n", "b": "import base\n\n\nclass B(base.Base):\n    pass\n"}
+    for name, text in sources.items():
+        (tmp_path / f"{name}.py").write_text(text)
+
+    def load(path: Path, module: str, is_package: bool):
+        return extract(path.read_text(), str(path), module, is_package)
+
+    view = ProjectIndex(config=Config(), loader=load, roots=[tmp_path])
+    for name in ("base", "a"):
+        view.add(load(tmp_path / f"{name}.py", name, False))
+    base = ClassRef(view.module("base"), view.module("base").class_named("Base"))
+    first = view.subclasses(base)
+    assert [ref.cls.qualname for ref in first] == ["A"] and view.subclasses(base) is first
+    view.module("other")  # a class indexed under another base name: the answer holds, the same tuple
+    assert view.subclasses(base) is first
+    view.module("b")
+    assert [ref.cls.qualname for ref in view.subclasses(base)] == ["A", "B"]
