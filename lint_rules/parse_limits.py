@@ -50,23 +50,24 @@ def memory_limit() -> Optional[int]:
 def _within_inherited(limit: Optional[int]) -> Optional[int]:
     """``limit``, lowered to the address-space limit this process inherited (``ulimit -v``): a worker
     may lower its limit, never raise it (raising above the hard limit is a ``ValueError``)."""
-    try:
-        import resource
-
-        inherited = [value for value in resource.getrlimit(resource.RLIMIT_AS) if value != resource.RLIM_INFINITY]
-    except (ImportError, OSError, ValueError):
-        return limit
+    inherited = [value for value in _address_space_limits() if value is not None]
     return min([*inherited, *([limit] if limit else [])], default=None)
 
 
 def process_limited() -> bool:
     """Does this process run under an address-space limit (``ulimit -v``)?"""
+    return _address_space_limits()[0] is not None
+
+
+def _address_space_limits() -> tuple[Optional[int], Optional[int]]:
+    """This process's (soft, hard) address-space limits, ``None`` for none (or unknown here)."""
     try:
         import resource
 
-        return resource.getrlimit(resource.RLIMIT_AS)[0] != resource.RLIM_INFINITY
+        soft, hard = resource.getrlimit(resource.RLIMIT_AS)
     except (ImportError, OSError, ValueError):
-        return False
+        return None, None
+    return (None if soft == resource.RLIM_INFINITY else soft), (None if hard == resource.RLIM_INFINITY else hard)
 
 
 def _env_number(name: str, default: float) -> float:
