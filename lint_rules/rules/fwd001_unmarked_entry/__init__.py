@@ -47,7 +47,7 @@ What counts as computation
     handing a computing method over as a callback to a function that calls it
     (``multi_apply(self.loss_single, feats)``). Reached directly or through other methods of the
     class and its bases (any depth, recursion allowed; an abstract helper through its overrides),
-    including nested functions, lambdas and comprehensions. See ``lint_rules/computation.py`` for
+    including nested functions, lambdas and comprehensions. See ``lint_rules/class_members.py`` for
     what makes an attribute a submodule: its type first, the union of what the class, its bases
     and its subclasses anywhere in the project assign to it (classes, factories and the functions
     that build it are read, installed ones included; ``self.enc = load_model(path)`` has the class
