@@ -56,11 +56,16 @@ def method_kind(decorators: tuple[str, ...]) -> str:
 def _relay(name: str) -> Callable[["EntryUses", Any, Scope], None]:
     """A handler that hands the node to the scan of the method it is in (if any)."""
 
+    read = getattr(MethodScan, name)
+
     def handler(self: "EntryUses", node: Any, scope: Scope) -> None:
-        scan = self._scan(scope)
-        if scan is not None:
-            scan.own_body = scope.node is scope.method
-            getattr(scan, name)(node)
+        scan = self.current
+        if scan is None:
+            if scope.method is None:
+                return
+            scan = self.scans[scope.method][1]
+        scan.own_body = scope.node is scope.method
+        read(scan, node)
 
     handler.__name__ = name
     return handler
@@ -103,11 +108,6 @@ class EntryUses(Collector):
                 self.bound[node] = scope.parent.prefix + node.name
         elif scope.parent.kind == "module":
             self.functions[node.name] = node
-
-    def _scan(self, scope: Scope) -> Optional[MethodScan]:
-        if self.current is not None:
-            return self.current
-        return self.scans[scope.method][1] if scope.method is not None else None
 
     on_call = _relay("on_call")
     on_for = _relay("on_for")

@@ -39,7 +39,7 @@ class Scope:
     """Where a node is: the module, a class body or a function body (lambdas and comprehensions
     are not scopes here)."""
 
-    __slots__ = ("kind", "node", "parent", "prefix", "method", "expressions", "_self_name")
+    __slots__ = ("kind", "node", "parent", "prefix", "method", "expressions", "_self_name", "_owner")
 
     def __init__(self, kind: str, node: ast.AST, parent: Optional["Scope"], prefix: str) -> None:
         self.kind = kind  # "module", "class" or "function"
@@ -53,6 +53,7 @@ class Scope:
             self.method = node if parent.kind == "class" else parent.method
         self.expressions = False
         self._self_name: Optional[str] = None  # read once: every handler asks
+        self._owner: Optional[str] = None  # ... as is ``owner``, of each call
         if self.method is not None:
             self._self_name = next(iter(positional_params(self.method)), None)
 
@@ -65,14 +66,15 @@ class Scope:
     def owner(self) -> str:
         """The qualified name of the function whose code this is ("" at module level); a method's
         for the code of the functions nested in it (that code runs as part of the method)."""
-        current: Optional[Scope] = self
-        while current is not None and current.kind != "function":
-            current = current.parent
-        if current is None:
-            return ""
-        while current.method is not None and current.node is not current.method and current.parent is not None:
-            current = current.parent
-        return current.prefix.removesuffix(".<locals>.")
+        if self._owner is None:
+            current: Optional[Scope] = self
+            while current is not None and current.kind != "function":
+                current = current.parent
+            while current is not None and current.method is not None and current.node is not current.method \
+                    and current.parent is not None:
+                current = current.parent
+            self._owner = current.prefix.removesuffix(".<locals>.") if current is not None else ""
+        return self._owner
 
     @property
     def enclosing_class(self) -> Optional["Scope"]:
