@@ -14,7 +14,7 @@ from __future__ import annotations
 import ast
 import dataclasses
 import re
-from typing import Any, Callable, Optional
+from typing import Any, Callable
 
 from lint_rules import contract
 from lint_rules.facts.method_scan import MethodScan, not_a_module
@@ -59,13 +59,10 @@ def _relay(name: str) -> Callable[["EntryUses", Any, Scope], None]:
     read = getattr(MethodScan, name)
 
     def handler(self: "EntryUses", node: Any, scope: Scope) -> None:
-        scan = self.current
-        if scan is None:
-            if scope.method is None:
-                return
+        if scope.method is not None:
             scan = self.scans[scope.method][1]
-        scan.own_body = scope.node is scope.method
-        read(scan, node)
+            scan.own_body = scope.node is scope.method
+            read(scan, node)
 
     handler.__name__ = name
     return handler
@@ -88,7 +85,6 @@ class EntryUses(Collector):
         self.functions: dict[str, ast.FunctionDef] = {}  # module-level functions (the last of a name)
         self.statics: dict[ast.FunctionDef, str] = {}  # static methods -> "Class.method"
         self.bound: dict[ast.FunctionDef, str] = {}  # plain methods -> "Class.method"
-        self.current: Optional[MethodScan] = None  # set while a function is read with a parameter as self
         self.generators: set[ast.FunctionDef] = set()  # methods whose own body yields
 
     def wants_expressions(self, scope: Scope) -> bool:
@@ -116,7 +112,7 @@ class EntryUses(Collector):
     on_return = _relay("on_return")
 
     def on_yield(self, node: ast.Yield | ast.YieldFrom, scope: Scope) -> None:
-        if self.current is None and scope.method is not None and scope.node is scope.method:
+        if scope.method is not None and scope.node is scope.method:
             self.generators.add(scope.method)
 
     def finish(self, results: dict[str, dict[str, Any]]) -> dict[str, Any]:
@@ -200,13 +196,12 @@ class EntryUses(Collector):
         for index, param in enumerate(names):
             if param not in candidates or param == "cls":  # `cls(...)` builds an instance, runs nothing
                 continue
-            scan = self.current = MethodScan.for_function(self.walk.names, fn, "method", param)
-            scope = Scope("function", fn, None, "")
-            try:
-                for node in handled:
-                    getattr(self, _HANDLED[type(node)])(node, scope)
-            finally:
-                self.current = None
+            scan = MethodScan.for_function(self.walk.names, fn, "method", param)
+            scan.own_body = False  # (as in a function nested in a method: no guards are watched)
+            for node in handled:
+                read = _REPLAYED.get(type(node))
+                if read is not None:
+                    read(scan, node)
             scan.resolve_local_calls()
             builds.extend(scan.builds)
             if scan.uses:
@@ -242,7 +237,10 @@ class EntryUses(Collector):
         return tuple(at(node, use) if node in located else use for node, use in uses)
 
 
-_HANDLED = with_twins(EntryUses.handlers)  # node type -> method, for the scans' replays
+_HANDLED = with_twins(EntryUses.handlers)  # node types a scan reads (``_module_candidates`` keeps them)
+#: Node type -> the ``MethodScan`` method a replay of a function's body calls (``yield`` marks methods only).
+_REPLAYED = {kind: getattr(MethodScan, getattr(EntryUses, method).__name__) for kind, method in _HANDLED.items()
+             if method != "on_yield"}
 
 
 def _module_candidates(fn: ast.FunctionDef, params: set[str], handed_on: bool = True
