@@ -1,7 +1,7 @@
 """The project index: facts of many files, and the questions that need more than one file.
 
 Which class a name refers to, whether a class is an ``nn.Module`` (through bases in other files),
-its method resolution order, and which method names are registered as forward entries. Files
+its method resolution order (which methods are marked is ``marks``' question). Files
 that are imported but were not given for analysis are loaded lazily (located on disk next to the
 analysed packages, extracted once, never reported on).
 """
@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Callable, Optional
 
 from lint_rules import contract
-from lint_rules.facts.model import ClassFacts, FileFacts, FunctionFacts, MethodFacts, WrapSite
+from lint_rules.facts.model import ClassFacts, FileFacts, FunctionFacts
 from lint_rules.environment import package_present
 from lint_rules.layout import modules_in
 from lint_rules.settings import Config
@@ -29,26 +29,6 @@ SEARCH_STEPS = 2000
 #: (``values.never_module``) and numpy's (it does not depend on torch). torch itself is read like any
 #: installed package: a class is a module because its MRO reaches ``torch.nn.Module`` there.
 _KNOWN_BY_NAME = ("builtins.", "typing.", "abc.", "collections.", "numpy.")
-
-
-@dataclass(frozen=True)
-class SetUp:
-    """A set-up of a model (``WrapSite``) in one of the project's files, and whether it registers a
-    method (``ProjectIndex.set_ups``)."""
-
-    file: FileFacts
-    index: int  # in ``file.wrap_sites``
-    site: WrapSite
-    registered: bool
-
-    @property
-    def where(self) -> str:
-        """``path:line``, the path relative to the working directory when it lies below it."""
-        path = self.file.path
-        if os.path.isabs(path):
-            relative = os.path.relpath(path)
-            path = relative if not relative.startswith(os.pardir) else path
-        return f"{path}:{self.site.line}"
 
 
 @dataclass(frozen=True)
@@ -116,7 +96,6 @@ class ProjectIndex:
         default_factory=dict)
     _absolute: set[str] = field(default_factory=set)  # the files' absolute paths (``holds``)
     _callers: Optional[dict[str, set[str]]] = None  # method name -> functions that call it (``callers_of``)
-    _sites: Optional[list[tuple[FileFacts, int, WrapSite]]] = None  # every set-up of the view's files
     # What rules derive from the whole view, by their own name; emptied when a file is added
     derived: dict[str, dict] = field(default_factory=dict)
     # Names a verdict depended on that could not be read, one set per method being evaluated
@@ -151,7 +130,6 @@ class ProjectIndex:
         self.overriders.clear()
         self._callers = None
         self.method_owners = None
-        self._sites = None
         self.derived.clear()
 
     def with_files(self, replaced: dict[str, FileFacts]) -> "ProjectIndex":
@@ -341,7 +319,7 @@ class ProjectIndex:
         if not ref:
             return None
         ref = spelled(ref)
-        if is_root(ref) or any(self._configured(ref, b) for b in self.config.module_bases):
+        if is_root(ref) or any(configured_name(ref, b) for b in self.config.module_bases):
             return True
         if never_module(ref):
             return False
@@ -353,10 +331,6 @@ class ProjectIndex:
             built = [self.is_module_ref(b, function[0], load, depth + 1) for b in function[1].builds]
             return True if True in built else (False if built and all(v is False for v in built) else None)
         return None
-
-    @staticmethod
-    def _configured(ref: str, base: str) -> bool:
-        return ref == base if "." in base else ref.rpartition(".")[2] == base
 
     def is_module_class(self, ref: ClassRef) -> bool:
         key = ref.key
@@ -503,74 +477,7 @@ class ProjectIndex:
         """A plain class that an analysed nn.Module subclass inherits (e.g. GenerationMixin)."""
         return any(self.is_module_class(sub) for sub in self.subclasses(ref))
 
-    # -- marks -----------------------------------------------------------------------------
-    def is_marked(self, method: MethodFacts, facts: FileFacts, ref: Optional[ClassRef] = None,
-                  bound: bool = True) -> bool:
-        """Is ``method`` (of class ``ref``, defined in ``facts``) marked?
 
-        Decorated with a mark the runtime honours: ``runtime_shim``'s own decorators (resolved
-        through the file's imports, so a look-alike defined elsewhere does not count) or one named
-        in ``mark-decorators``: that marks the class. Or registered, which marks one model
-        (``registered``): then only if every set-up of the class in the project registers it.
-        ``bound=False`` leaves out registrations on a particular set-up model (FWD002 matches
-        those to its calls itself)."""
-        if self.mark_decorator(method, facts) is not None:
-            return True
-        return self.registered(method.name, ref, bound) and not any(
-            not set_up.registered for set_up in self.set_ups(method.name, ref))
-
-    def registered(self, name: str, ref: Optional[ClassRef], bound: bool = True) -> bool:
-        """Does the project register method ``name`` anywhere for class ``ref``: on a model of that
-        class (its bases and subclasses) when the registering file tells the class, or on a model
-        whose class no file tells (``marked_names``)?"""
-        if name in self.marked_names:
-            return True
-        for origin, cls, is_bound in self.class_marks.get(name, ()) if ref is not None else ():
-            if is_bound and not bound:
-                continue
-            if self._related(self.find_constructed(cls, origin), ref):
-                return True
-        return False
-
-    def _related(self, marked: Optional[ClassRef], ref: ClassRef) -> bool:
-        return marked is not None and (any(item.key == marked.key for item in self.mro(ref))
-                                       or any(item.key == ref.key for item in self.mro(marked)))
-
-    def set_ups(self, name: str, ref: Optional[ClassRef]) -> list[SetUp]:
-        """The set-ups (``WrapSite``) in the project's files of a model of class ``ref`` or a
-        subclass, each with whether it registers method ``name``: a registration on that set-up
-        model (``Mark.site``), or one in the same file on a model of the class before it was set up
-        (``runtime_shim.mark_forward_method(model, name)`` then ``DDP(model)``; marks travel with
-        the model). A registration marks one model, so each set-up needs its own."""
-        if ref is None:
-            return []
-        if self._sites is None:
-            self._sites = [(facts, index, site) for facts in self.files.values()
-                           for index, site in enumerate(facts.wrap_sites) if site.cls]
-        found: list[SetUp] = []
-        for facts, index, site in self._sites:
-            built = self.find_constructed(site.cls, facts)
-            if built is None or not any(item.key == ref.key for item in self.mro(built)):
-                continue
-            found.append(SetUp(facts, index, site, self.registers(facts, index, name, built)))
-        return found
-
-    def registers(self, facts: FileFacts, index: int, name: str, built: Optional[ClassRef]) -> bool:
-        """Does the file register method ``name`` on the model it sets up at ``wrap_sites[index]``
-        (of class ``built``), after the set-up or on the model before it (``set_ups``)?"""
-        return any(mark.name == name and (mark.site == index or (
-            mark.site < 0 and bool(mark.cls) and built is not None
-            and self._related(self.find_constructed(mark.cls, facts), built))) for mark in facts.marks)
-
-    def mark_decorator(self, method: MethodFacts, facts: FileFacts) -> Optional[int]:
-        """Position (top first) of the decorator that marks ``method``, if one does."""
-        if not method.decorators:  # most methods: the file's imports need no scan
-            return None
-        star_shim = any(name == "*" and target.split(".", 1)[0] == contract.DECORATOR_MODULE
-                        for name, target in facts.imports)
-        for index, decorator in enumerate(method.decorators):
-            if contract.is_shim_mark(decorator) or (star_shim and decorator in contract.MARK_DECORATORS):
-                return index
-            if any(self._configured(decorator, name) for name in self.config.mark_decorators):
-                return index
-        return None
+def configured_name(ref: str, configured: str) -> bool:
+    """Does ``ref`` name what a setting names: in full if it is dotted, else by its last part?"""
+    return ref == configured if "." in configured else ref.rpartition(".")[2] == configured

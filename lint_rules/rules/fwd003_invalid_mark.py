@@ -38,7 +38,7 @@ from __future__ import annotations
 import re
 from typing import Iterator, Optional
 
-from lint_rules import contract
+from lint_rules import contract, marks
 from lint_rules.diagnostics import Diagnostic
 from lint_rules.facts.model import DESCRIPTORS, ClassFacts, FileFacts, Mark, MethodFacts
 from lint_rules.project import ClassRef, ProjectIndex
@@ -196,7 +196,7 @@ def _registration_problem(view: ProjectIndex, facts: FileFacts, mark: Mark) -> O
 def check(view: ProjectIndex, facts: FileFacts) -> Iterator[Diagnostic]:
     for cls in facts.classes:
         for method in cls.methods:
-            index = view.mark_decorator(method, facts)
+            index = marks.mark_decorator(view, method, facts)
             problem = _decorator_problem(view, facts, cls, method, index) if index is not None else None
             if problem is not None:
                 symbol = f"{cls.qualname}.{method.name}"

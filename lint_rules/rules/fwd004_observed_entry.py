@@ -39,7 +39,7 @@ from functools import lru_cache
 from itertools import groupby
 from typing import Iterator, Mapping, Optional, Sequence
 
-from lint_rules import contract
+from lint_rules import contract, marks
 from lint_rules.diagnostics import Diagnostic, below
 from lint_rules.facts.model import ClassFacts, FileFacts, MethodFacts, WrapSite
 from lint_rules.fix.result import FileFix, FixContext, Unfixed
@@ -168,7 +168,7 @@ def check(view: ProjectIndex, facts: FileFacts) -> Iterator[Diagnostic]:
         cls = _class_of(entry, facts)
         if cls is not None:
             method = _method(cls, entry.method)
-            if method is not None and not view.is_marked(method, facts, ClassRef(facts, cls)):
+            if method is not None and not marks.is_marked(view, method, facts, ClassRef(facts, cls)):
                 at_def.setdefault((cls, method), []).append(entry)
             continue  # gone (stale: said once per run, ``summary``) or marked since
         if entry.file and view.holds(entry.file):
@@ -267,7 +267,7 @@ def summary(entries: Sequence[Entry], views: Sequence[ProjectIndex], diagnostics
                 result.outside += 1
         elif method is None:
             result.stale.append(entry)
-        elif home[0].is_marked(method, home[1], ClassRef(home[1], home[2])):
+        elif marks.is_marked(home[0], method, home[1], ClassRef(home[1], home[2])):
             result.marked_since += 1
         else:
             result.applied.append(entry)

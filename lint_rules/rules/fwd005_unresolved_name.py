@@ -51,6 +51,7 @@ from __future__ import annotations
 
 from typing import Iterator, Optional
 
+from lint_rules import marks
 from lint_rules.computation import analysis_for, never_entry
 from lint_rules.diagnostics import Diagnostic
 from lint_rules.facts.model import FileFacts, MethodFacts
@@ -145,7 +146,7 @@ def dependents(view: ProjectIndex, ref: ClassRef) -> Iterator[tuple[Unresolved, 
     lightning = view.is_lightning_class(ref)  # by the names of its bases too: Lightning routes its steps
     called: Optional[set[str]] = None
     for method in ref.cls.methods:
-        if never_entry(method, lightning) or view.is_marked(method, ref.file, ref):
+        if never_entry(method, lightning) or marks.is_marked(view, method, ref.file, ref):
             continue
         if method.name.startswith("_"):  # a private helper is judged through its callers (FWD001)
             called = analysis.called_names() if called is None else called

@@ -131,12 +131,13 @@ from __future__ import annotations
 
 from typing import Iterator, Mapping, Optional, Sequence
 
-from lint_rules import contract
+from lint_rules import contract, marks
 from lint_rules.computation import ClassAnalysis, analysis_for, never_entry
 from lint_rules.diagnostics import Diagnostic, Step
 from lint_rules.facts.model import DYNAMIC_CALL, SELF_CALL, SUPER_CALL, ClassFacts, FileFacts
 from lint_rules.fix.result import FileFix, FixContext, Unfixed
-from lint_rules.project import ClassRef, ProjectIndex, SetUp
+from lint_rules.marks import SetUp
+from lint_rules.project import ClassRef, ProjectIndex
 from lint_rules.rules.base import Invalid, Valid
 
 CODE = "FWD001"
@@ -277,7 +278,7 @@ def check(view: ProjectIndex, facts: FileFacts) -> Iterator[Diagnostic]:
         lightning = view.is_lightning_class(ref)
         called: set[str] | None = None
         for method in cls.methods:
-            if never_entry(method, lightning) or view.is_marked(method, facts, ref):
+            if never_entry(method, lightning) or marks.is_marked(view, method, facts, ref):
                 continue
             chain = analysis.chain(method.name)
             if chain is None:
@@ -296,8 +297,8 @@ def check(view: ProjectIndex, facts: FileFacts) -> Iterator[Diagnostic]:
                 shown = ", ".join(callers[:2]) + (f" and {len(callers) - 2} more" if len(callers) > 2 else "")
                 chain_text += f"; called in this project only from {shown}"
             message = contract.unmarked_entry_message(cls.qualname, method.name, chain_text)
-            set_ups = view.set_ups(method.name, ref)
-            if view.registered(method.name, ref):
+            set_ups = marks.set_ups(view, method.name, ref)
+            if marks.registered(view, method.name, ref):
                 message += _registered_on_some(set_ups)
             yield Diagnostic(facts.path, method.line, method.col, CODE, message, f"{cls.qualname}.{method.name}",
                              contract.unmarked_entry_help(method.name, [s.site.kind for s in set_ups]),

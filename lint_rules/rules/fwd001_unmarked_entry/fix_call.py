@@ -19,12 +19,14 @@ from __future__ import annotations
 
 from typing import Optional, Sequence
 
+from lint_rules import marks
 from lint_rules.diagnostics import Diagnostic
 from lint_rules.engine import Session
 from lint_rules.facts.model import FileFacts, WrapSite
 from lint_rules.fix.registrations import register_after_sites
 from lint_rules.fix.result import FileFix, FixContext, Unfixed
-from lint_rules.project import ClassRef, ProjectIndex, SetUp
+from lint_rules.marks import SetUp
+from lint_rules.project import ClassRef, ProjectIndex
 
 CODE = "FWD001"  # the rule's (this package imports its fix modules, never the other way round)
 
@@ -91,7 +93,7 @@ def _class_set_ups(context: FixContext, path: str, qualname: str, name: str) -> 
     cls = facts.class_named(qualname) if facts is not None else None
     if view is None or facts is None or cls is None:
         return []
-    return view.set_ups(name, ClassRef(facts, cls))
+    return marks.set_ups(view, name, ClassRef(facts, cls))
 
 
 def _wanted(context: FixContext, by_class: dict[tuple[str, str], list[str]]) -> set[tuple[str, str, str]]:
@@ -124,7 +126,7 @@ def _fix_file(path: str, facts: FileFacts, view: ProjectIndex, by_class: dict[tu
             continue
         own = {(*item.key, name) for item in view.mro(ref) for name in by_class.get(item.key, ())}
         names = list(dict.fromkeys(key[2] for key in own if key in wanted
-                                   and not view.registers(facts, index, key[2], ref)))
+                                   and not marks.registers(view, facts, index, key[2], ref)))
         if names and (site.inline or not site.var):
             for name in names:
                 unresolved.setdefault(name, f"the set-up at {where} shares its line with its block: "

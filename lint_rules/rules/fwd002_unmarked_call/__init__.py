@@ -48,7 +48,7 @@ from __future__ import annotations
 
 from typing import Iterator, Mapping, Sequence
 
-from lint_rules import contract
+from lint_rules import contract, marks
 from lint_rules.computation import analysis_for, never_entry
 from lint_rules.diagnostics import Diagnostic, Step
 from lint_rules.facts.model import FileFacts, MethodFacts, WrapSite
@@ -163,16 +163,17 @@ def check(view: ProjectIndex, facts: FileFacts) -> Iterator[Diagnostic]:
         if found is None:
             continue
         owner, method = analysis.mro[found[0]], found[1]
-        if never_entry(method, view.is_lightning_class(ref)) or view.mark_decorator(method, owner.file) is not None:
+        if never_entry(method, view.is_lightning_class(ref)) \
+                or marks.mark_decorator(view, method, owner.file) is not None:
             continue
-        if view.registers(facts, wrapped.site, method.name, ref):
+        if marks.registers(view, facts, wrapped.site, method.name, ref):
             continue  # registered on this very set-up model
         chain = analysis.chain(wrapped.method)
         if chain is None:
             continue
         # Registered on other set-ups: each set-up needs its own, so this call is reported whoever
         # owns the class. Registered nowhere: a class of the project is FWD001's, at its def.
-        elsewhere = view.registered(method.name, ref)
+        elsewhere = marks.registered(view, method.name, ref)
         if not elsewhere and _fwd001_owns(view, owner, method):
             continue
         how = registration(site, wrapped.method) if site.var else f"mark_forward_method(<the wrapper>, '{method.name}')"
