@@ -34,7 +34,7 @@ def _meant_for_fwdlint(entry: str) -> bool:
     """A code whose letters are a slip away from ``FWD`` (``FDW001``, ``FD001``, ``DWF``, ``fdw``: two of
     its letters in order, 2 to 4 letters) and that no installed flake8 plugin owns (the letters of
     each ``flake8.extension`` entry point's name: ``E``, ``F``, ``C``, ``B``, ...; local plugins are not
-    seen), when fwdlint knows the code meant (``settings.close_codes``). flake8 itself accepts any
+    seen), when fwdlint knows the code meant (``rule_codes.close_codes``). flake8 itself accepts any
     code, so ``--select FDW001`` would select nothing and pass forever."""
     import difflib
 
@@ -42,7 +42,7 @@ def _meant_for_fwdlint(entry: str) -> bool:
     if letters.startswith("FW") or not 2 <= len(letters) <= 4 or difflib.SequenceMatcher(
             None, letters, "FWD").ratio() < 0.6:
         return False
-    from lint_rules.settings import close_codes
+    from lint_rules.rule_codes import close_codes
 
     if not close_codes(entry):
         return False
@@ -61,7 +61,7 @@ def refuse_unknown_codes(options: argparse.Namespace) -> None:
         if entry == "FWD000" or not (entry.upper().startswith("FW") or _meant_for_fwdlint(entry)):
             continue  # FWD000: the plugin's "cannot check"
         from lint_rules.bounded import printable
-        from lint_rules.settings import code_problem
+        from lint_rules.rule_codes import code_problem
 
         problem = code_problem(entry)
         if problem:

@@ -38,7 +38,7 @@ from typing import TYPE_CHECKING, Any, Callable, Mapping, NamedTuple, Optional, 
 
 from lint_rules.contract import FORWARD_HELPERS
 from lint_rules.discover import normalize_pattern, normalize_patterns, shorter_path as shown
-from lint_rules.rules import CODES
+from lint_rules.rule_codes import EMPTY_SELECT, first_code_problem, shown_code
 
 if TYPE_CHECKING:
     import configparser
@@ -142,74 +142,6 @@ def parse_per_file_ignores(value: str) -> list[tuple[str, tuple[str, ...]]]:
     if patterns:
         close()
     return found
-
-
-def code_problem(code: str) -> Optional[str]:
-    """Why a code or prefix names no rule (``FWD``, ``FWD0``, ``FWD001`` name some; ``FWD01``,
-    ``FWD999``, ``E501``, ``ALL`` none), None if it names some. Case-sensitive, as flake8's
-    matching and ruff are: ``fwd001`` is an error with a hint, never silently another code."""
-    if code and any(known.startswith(code) for known in CODES):
-        return None
-    listed = f"codes: {', '.join(CODES)}"
-    if code.upper() != code and code_problem(code.upper()) is None:
-        return (f"no rule code starts with '{_shown_code(code)}'; did you mean '{_shown_code(code.upper())}'? "
-                f"(codes are upper case; {listed})")
-    hint = "; 'FWD' selects every rule" if code.upper() == "ALL" else ""  # ruff's ALL
-    close = close_codes(code)
-    if close:
-        hint += f"; did you mean {' or '.join(repr(c) for c in close)}?"
-    return f"no rule code starts with '{_shown_code(code)}'{hint} ({listed})"
-
-
-def _shown_code(code: str) -> str:
-    """A code for an error line: a 1 MB one is not echoed whole, nor are control characters."""
-    from lint_rules.bounded import printable
-
-    return printable(code)
-
-
-#: The longest code a suggestion can be for: no name is further than two edits from it
-#: (``close_codes``), and one edit changes the length by one at most.
-_SUGGEST_UP_TO = max(map(len, CODES)) + 2
-
-
-def close_codes(code: str) -> list[str]:
-    """The rule codes and prefixes ``code`` is most likely a slip for (``FDW001``: ``FWD001``;
-    ``FWD01``: ``FWD001``, ``FWD101``): ``difflib``'s close matches, those fewest edits away (a
-    transposition is one), at most two edits and three names, else none. A prefix of ``code``
-    itself is never offered (``FWD9`` is not a slip for ``FWD``). A code longer than
-    ``_SUGGEST_UP_TO`` has none, found without looking: the prefixes below take memory and time
-    quadratic in its length (100 kB took 5.7 s; 1 MB a MemoryError under 2 GiB, all memory without)."""
-    import difflib
-
-    if len(code) > _SUGGEST_UP_TO:
-        return []
-    wanted = code.upper()
-    known = sorted({c[:n] for c in CODES for n in range(3, len(c) + 1)} - {wanted[:n] for n in range(len(wanted))})
-    near = difflib.get_close_matches(wanted, known, n=len(known), cutoff=0.6)
-    by_edits = sorted((_edits(wanted, name), name) for name in near)
-    best = [name for edits, name in by_edits if edits == by_edits[0][0] <= 2] if by_edits else []
-    return best if len(best) <= 3 else []
-
-
-def _edits(a: str, b: str) -> int:
-    """Optimal string alignment distance: insertions, deletions, substitutions, adjacent transpositions."""
-    rows = [list(range(len(b) + 1))] + [[i] + [0] * len(b) for i in range(1, len(a) + 1)]
-    for i in range(1, len(a) + 1):
-        for j in range(1, len(b) + 1):
-            rows[i][j] = min(rows[i - 1][j] + 1, rows[i][j - 1] + 1, rows[i - 1][j - 1] + (a[i - 1] != b[j - 1]))
-            if i > 1 and j > 1 and a[i - 1] == b[j - 2] and a[i - 2] == b[j - 1]:
-                rows[i][j] = min(rows[i][j], rows[i - 2][j - 2] + 1)
-    return rows[-1][-1]
-
-
-def first_code_problem(codes: Sequence[str]) -> Optional[str]:
-    """``code_problem`` of the first code that names no rule, None if all name some."""
-    return next(filter(None, map(code_problem, codes)), None)
-
-
-#: An empty ``select`` (``--select ""``, ``select = []``) runs no rule: a check green forever.
-EMPTY_SELECT = f"selects no rule (give codes or prefixes; 'FWD' selects every rule: {', '.join(CODES)})"
 
 
 def dotted_names_problem(values: Sequence[str]) -> Optional[str]:
@@ -468,7 +400,7 @@ def _named(option: str, key: str) -> str:
     """The value of ``--select``/``--ignore`` as given, to follow the option's name in an error."""
     if key == "per-file-ignores":  # long, and the error names the code
         return ""
-    return f" {_shown_code(option.strip())}" if option.strip() else " ''"
+    return f" {shown_code(option.strip())}" if option.strip() else " ''"
 
 
 def _bad_value(prefix: str) -> Callable[[str], ConfigError]:

@@ -110,17 +110,17 @@ def test_no_suggestion_is_lost_to_the_length_bound(monkeypatch: pytest.MonkeyPat
     them either (seeded codes just past the bound, made of the codes' own characters)."""
     import random
 
-    from lint_rules import settings
+    from lint_rules import rule_codes
 
     rng = random.Random(36)
-    alphabet = "".join(sorted(set("".join(settings.CODES)))) + "X"
-    longer = [settings.CODES[i % len(settings.CODES)] + "".join(rng.choice(alphabet) for _ in range(3 + i % 3))
+    alphabet = "".join(sorted(set("".join(rule_codes.CODES)))) + "X"
+    longer = [rule_codes.CODES[i % len(rule_codes.CODES)] + "".join(rng.choice(alphabet) for _ in range(3 + i % 3))
               for i in range(300)]
-    assert all(len(code) > settings._SUGGEST_UP_TO for code in longer)
-    assert all(settings.close_codes(code) == [] for code in longer)
-    monkeypatch.setattr(settings, "_SUGGEST_UP_TO", 10**9)
-    assert [code for code in longer if settings.close_codes(code)] == []
-    assert settings.close_codes("FDW001") == ["FWD001"]  # the bound leaves ordinary slips alone
+    assert all(len(code) > rule_codes._SUGGEST_UP_TO for code in longer)
+    assert all(rule_codes.close_codes(code) == [] for code in longer)
+    monkeypatch.setattr(rule_codes, "_SUGGEST_UP_TO", 10**9)
+    assert [code for code in longer if rule_codes.close_codes(code)] == []
+    assert rule_codes.close_codes("FDW001") == ["FWD001"]  # the bound leaves ordinary slips alone
 
 
 def test_a_record_larger_than_the_limit_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
