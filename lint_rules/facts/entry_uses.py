@@ -60,9 +60,14 @@ def _relay(name: str) -> Callable[["EntryUses", Any, Scope], None]:
 
     def handler(self: "EntryUses", node: Any, scope: Scope) -> None:
         if scope.method is not None:
-            scan = self.scans[scope.method][1]
+            scan, kept = self.scans[scope.method][1:]
             scan.own_body = scope.node is scope.method
             read(scan, node)
+            kept.append(node)
+        else:
+            kept = self.kept.get(scope)
+            if kept is not None:
+                kept.append(node)
 
     handler.__name__ = name
     return handler
@@ -81,7 +86,13 @@ class EntryUses(Collector):
 
     def __init__(self, walk: FileWalk) -> None:
         super().__init__(walk)
-        self.scans: dict[ast.FunctionDef, tuple[str, MethodScan]] = {}  # method -> (kind, its scan)
+        # method -> (kind, its scan, the nodes the scan read: replayed if it is read as a function)
+        self.scans: dict[ast.FunctionDef, tuple[str, MethodScan, list[ast.AST]]] = {}
+        # The scopes of a module-level function (its nested functions too) -> the nodes a scan would
+        # read there, in the walk's order: kept where the walk visits their expressions anyway
+        # (another collector wants them), so its summary need not walk its body again.
+        self.kept: dict[Scope, list[ast.AST]] = {}
+        self.kept_of: dict[ast.FunctionDef, list[ast.AST]] = {}  # ... by function, if complete
         self.functions: dict[str, ast.FunctionDef] = {}  # module-level functions (the last of a name)
         self.statics: dict[ast.FunctionDef, str] = {}  # static methods -> "Class.method"
         self.bound: dict[ast.FunctionDef, str] = {}  # plain methods -> "Class.method"
@@ -96,14 +107,22 @@ class EntryUses(Collector):
         assert isinstance(node, FUNCTIONS)
         if scope.parent.kind == "class":
             kind = method_kind(self.walk.names.decorators(node))
-            self.scans[node] = (kind, MethodScan.for_function(self.walk.names, node, kind))
-            self.scans[node][1].watch(self.walk.conditions, node, kind)
+            scan = MethodScan.for_function(self.walk.names, node, kind)
+            scan.watch(self.walk.conditions, node, kind)
+            self.scans[node] = (kind, scan, [])
             if kind == "staticmethod":  # summarised like a function, named Class.method
                 self.statics[node] = scope.parent.prefix + node.name
             elif kind == "method":  # ... and so is a method, with self left out, if it is handed a module
                 self.bound[node] = scope.parent.prefix + node.name
         elif scope.parent.kind == "module":
             self.functions[node.name] = node
+            if scope.expressions:
+                self.kept[scope] = self.kept_of[node] = []
+        elif scope.parent in self.kept:  # a function nested in one: its nodes are the outer one's
+            if scope.expressions:
+                self.kept[scope] = self.kept[scope.parent]
+            else:  # (its body's calls are not visited: the summary walks the body itself)
+                self.kept_of = {fn: kept for fn, kept in self.kept_of.items() if kept is not self.kept[scope.parent]}
 
     on_call = _relay("on_call")
     on_for = _relay("on_for")
@@ -117,7 +136,7 @@ class EntryUses(Collector):
 
     def finish(self, results: dict[str, dict[str, Any]]) -> dict[str, Any]:
         bodies: dict[ast.FunctionDef, MethodBody] = {}
-        for node, (kind, scan) in self.scans.items():
+        for node, (kind, scan, _) in self.scans.items():
             bodies[node] = self._body(node, kind, scan)
         # Functions this file's methods hand modules to are located (their evidence gets lines);
         # the others keep line 0, as they did when locating cost a code generation pass.
@@ -188,7 +207,10 @@ class EntryUses(Collector):
         # `pretrained=False`, `depth: int`: flags and numbers are never modules, whatever they are handed to
         plain = {p.name for p in every if not_a_module(p.default) or (
             type(p.annotation) is ast.Name and p.annotation.id in PLAIN_TYPES)}
-        candidates, returned, handled = _module_candidates(fn, set(names) - plain, handed_on=not bound)
+        handled = self.scans[fn][2] if fn in self.scans else self.kept_of.get(fn)
+        if handled is None:
+            handled = _handled_nodes(fn)
+        candidates, returned = _module_candidates(handled, set(names) - plain, handed_on=not bound)
         if bound:
             returned = []  # what a method returns is its MethodFacts' to say
         runs = []
@@ -237,20 +259,15 @@ class EntryUses(Collector):
         return tuple(at(node, use) if node in located else use for node, use in uses)
 
 
-_HANDLED = with_twins(EntryUses.handlers)  # node types a scan reads (``_module_candidates`` keeps them)
+_HANDLED = with_twins(EntryUses.handlers)  # node types a scan reads
 #: Node type -> the ``MethodScan`` method a replay of a function's body calls (``yield`` marks methods only).
 _REPLAYED = {kind: getattr(MethodScan, getattr(EntryUses, method).__name__) for kind, method in _HANDLED.items()
              if method != "on_yield"}
 
 
-def _module_candidates(fn: ast.FunctionDef, params: set[str], handed_on: bool = True
-                       ) -> tuple[set[str], list[ast.Return], list[ast.AST]]:
-    """Parameters the body may use as modules (called, a method of them called, iterated or, with
-    ``handed_on``, handed to another call), its return statements, and the nodes a scan of the body
-    handles (``EntryUses.handlers``, nested classes left out, in the walk's order): one cheap pass
-    before the real scans, which replay those nodes instead of walking the body again."""
-    found: set[str] = set()
-    returns: list[ast.Return] = []
+def _handled_nodes(fn: ast.FunctionDef) -> list[ast.AST]:
+    """The nodes a scan of the body reads (``EntryUses.handlers``, nested classes left out), in the
+    walk's order, for a function whose body the walk did not visit."""
     handled: list[ast.AST] = []
     stack: list[ast.AST] = list(reversed(fn.body))
     while stack:
@@ -258,8 +275,26 @@ def _module_candidates(fn: ast.FunctionDef, params: set[str], handed_on: bool = 
         kind = type(node)
         if kind in LEAVES or kind is ast.ClassDef:
             continue
-        if kind in _HANDLED:
+        if kind in _REPLAYED:
             handled.append(node)
+        if kind in FUNCTIONS:  # as the walk: decorators and defaults first, in the enclosing body
+            stack.extend(reversed(node.body))
+            stack.append(node.args)
+            stack.extend(reversed(node.decorator_list))
+        else:
+            expand_children(node, stack)
+    return handled
+
+
+def _module_candidates(handled: list[ast.AST], params: set[str], handed_on: bool = True
+                       ) -> tuple[set[str], list[ast.Return]]:
+    """Of the nodes a scan of a body reads: the parameters it may use as modules (called, a method
+    of them called, iterated or, with ``handed_on``, handed to another call), and its returns. The
+    real scans replay those nodes instead of walking the body again."""
+    found: set[str] = set()
+    returns: list[ast.Return] = []
+    for node in handled:
+        kind = type(node)
         if kind is ast.Call:
             root = split_chain(node.func)[0]
             if type(root) is ast.Name and root.id in params:
@@ -274,8 +309,7 @@ def _module_candidates(fn: ast.FunctionDef, params: set[str], handed_on: bool = 
                 found.add(root.id)
         elif kind is ast.Return:
             returns.append(node)
-        expand_children(node, stack)
-    return found, returns, handled
+    return found, returns
 
 
 def _is_abstract(node: ast.FunctionDef, decorators: tuple[str, ...]) -> bool:
