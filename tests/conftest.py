@@ -19,7 +19,6 @@ if str(ROOT) not in sys.path:  # tests run against this checkout even before `pi
     sys.path.insert(0, str(ROOT))
 
 NOBODY = 65534
-RANKS = "runtime/"  # the tests that start torch processes and gloo ranks
 
 
 def _relative(path: Path) -> str | None:
@@ -44,9 +43,6 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         relative = _relative(item.path)
         if relative is not None and slow_reason(f"{relative}::{item.nodeid.partition('::')[2]}"):
             item.add_marker(pytest.mark.slow)
-        if relative is not None and relative.startswith(RANKS):
-            # pytest-xdist (--dist loadgroup) runs these one at a time: each starts its own gloo ranks
-            item.add_marker(pytest.mark.xdist_group("ranks"))
 
 
 def _caches_in_fixtures() -> list[str]:

@@ -25,21 +25,11 @@ def _collected(*args: str, paths: tuple[str, ...] = ("tests",)) -> list[str]:
 
 
 def test_dev_fast_is_pytest_not_slow() -> None:
-    parallel = ["-n", "auto", "--dist", "loadgroup"]
+    parallel = ["-n", "auto"]
     assert dev.pytest_args(["--fast"]) == ["-m", "not slow", *parallel]
     assert dev.pytest_args(["--fast", "-x", "tests/test_cli.py"]) == ["-m", "not slow", *parallel, "-x",
                                                                       "tests/test_cli.py"]
     assert dev.pytest_args(["-x"]) == [*parallel, "-x"]  # the whole suite stays the default
-
-
-def test_the_tests_that_start_ranks_run_one_at_a_time() -> None:
-    """``--dist loadgroup`` gives a group to one worker, which runs its tests one after another:
-    tests/runtime/ is one group (marked by tests/conftest.py), and no other test is in it."""
-    both = ("tests/runtime/test_shim_ddp.py", "tests/test_cli.py")
-    grouped = _collected("-m", "xdist_group", paths=both)
-    everything = _collected(paths=both)
-    assert grouped and all(i.startswith("runtime/") for i in grouped)
-    assert grouped == [i for i in everything if i.startswith("runtime/")] and len(everything) > len(grouped)
 
 
 def test_the_fast_subset_keeps_the_essentials_and_leaves_out_the_slow() -> None:

@@ -1,5 +1,6 @@
 """Every public name of ``runtime_shim``, and ``runtime_shim.auto``, imports and works in a fresh
-interpreter in every order relative to torch, torch.distributed, lightning and lightning.fabric.
+interpreter in every order relative to torch, torch.distributed, lightning and lightning.fabric (the
+second and the fourth load the same modules, in the same order, as the first and the third: ``SAME_AS``).
 
 isort puts ``runtime_shim`` before ``torch``; ``from runtime_shim import guard`` as the first line
 used to fail with a circular ImportError (the routing hook patched torch from inside the import
@@ -46,7 +47,12 @@ USES = {
     "patch_forward": "patch_forward(_Net(), lambda self, x: x)",
     "unpatch_forward": "import runtime_shim\nunpatch_forward(runtime_shim.patch_forward(_Net(), lambda self, x: x))",
 }
-OTHERS = ("torch", "torch.distributed", "lightning.fabric", "lightning")
+OTHERS = ("torch", "lightning.fabric")
+#: Spellings that load the same modules in the same order as one of ``OTHERS`` (``import torch`` loads
+#: torch.distributed; ``import lightning.fabric`` runs lightning's ``__init__``, which loads lightning.fabric
+#: and then lightning.pytorch): their cases would repeat those of ``OTHERS`` exactly, interpreter for
+#: interpreter. ``test_the_same_modules_load_whichever_is_imported`` checks that this still holds.
+SAME_AS = {"torch.distributed": "torch", "lightning": "lightning.fabric"}
 
 NET = """
 import torch
@@ -124,6 +130,21 @@ def test_every_name_in_both_orders(shim_first: bool) -> None:
     code = _script(imports, "torch", shim_first) + NET + "\n".join(USES[name] for name in sorted(USES)) + "\n" + CHECK
     failed = _run(code)
     assert not failed, failed
+
+
+@pytest.mark.parametrize(("spelling", "other"), SAME_AS.items(), ids=list(SAME_AS))
+def test_the_same_modules_load_whichever_is_imported(spelling: str, other: str) -> None:
+    """Importing ``spelling`` runs the same modules in the same order as importing ``other``, in a
+    fresh interpreter: the cases of ``other`` cover it."""
+    code = "import sys\nbefore = set(sys.modules)\nimport {}\nprint([m for m in sys.modules if m not in before])\n"
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        runs = list(pool.map(lambda name: subprocess.run(
+            [sys.executable, "-c", code.format(name)], capture_output=True, text=True, timeout=INTERPRETER_TIMEOUT,
+            env=env), (spelling, other)))
+    assert all(run.returncode == 0 for run in runs), [run.stderr[-2000:] for run in runs]
+    loaded = [run.stdout.strip().splitlines()[-1] for run in runs]
+    assert loaded[0] == loaded[1] and other in loaded[0] and spelling in loaded[0], loaded
 
 
 def test_one_name_per_module_covers_every_module() -> None:
