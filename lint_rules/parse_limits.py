@@ -97,15 +97,26 @@ def outcome_of(function: Callable[[Any], Any], task: Any, memory: Optional[int])
         return False, f"internal error ({type(error).__name__}: {text[0] if text else ''}); please report it"
 
 
+#: The stack of threads that only start processes or wait on their pipes. The default (8 MiB) did not
+#: always fit under a 1000 MiB address-space limit beside what a ``--fix`` had mapped: how much that is
+#: depends on how the threads' allocations overlapped, so a loaded machine ended such runs with
+#: "can't start new thread".
+SMALL_STACK = 2 * 2**20
+# ``threading.stack_size`` is the process's: one thread at a time sets it, starts its thread, restores it.
+_STACK_SIZE = threading.Lock()
+
+
 def started_on_stack(target: Callable[[], None], stack_bytes: int, name: str) -> Optional[threading.Thread]:
     """A daemon thread running ``target`` on a stack of ``stack_bytes``, started; ``None`` if the
-    process has no room for such a stack ("can't start new thread", under an address-space limit)."""
-    previous = threading.stack_size(stack_bytes)
-    try:
-        thread = threading.Thread(target=target, name=name, daemon=True)
-        thread.start()
-        return thread
-    except RuntimeError:
-        return None
-    finally:
-        threading.stack_size(previous)
+    process has no room for such a stack ("can't start new thread", under an address-space limit).
+    A run's threads all start here (a parser process starts its one thread itself)."""
+    with _STACK_SIZE:
+        previous = threading.stack_size(stack_bytes)
+        try:
+            thread = threading.Thread(target=target, name=name, daemon=True)
+            thread.start()
+            return thread
+        except RuntimeError:
+            return None
+        finally:
+            threading.stack_size(previous)

@@ -42,8 +42,8 @@ import threading
 from typing import IO, Any, Callable, Optional, Sequence
 
 from lint_rules import GC_THRESHOLDS
-from lint_rules.parse_limits import (RECURSION_LIMIT, STACK_BYTES, Failure, file_timeout, memory_limit, out_of_memory,
-                                     outcome_of, started_on_stack, timed_out)
+from lint_rules.parse_limits import (RECURSION_LIMIT, SMALL_STACK, STACK_BYTES, Failure, file_timeout, memory_limit,
+                                     out_of_memory, outcome_of, started_on_stack, timed_out)
 
 _HEADER = struct.Struct("!Q")
 #: ``jobs`` that asks for as many workers as the number of tasks repays (``auto_jobs``).
@@ -99,7 +99,8 @@ class _Spawner:
     def __init__(self) -> None:
         self.pid = os.getpid()
         self.requests: "queue.SimpleQueue[tuple[list[str], queue.SimpleQueue]]" = queue.SimpleQueue()
-        threading.Thread(target=self._loop, name="fwdlint-spawner", daemon=True).start()
+        if started_on_stack(self._loop, SMALL_STACK, "fwdlint-spawner") is None:
+            raise OSError("no room to start a thread (an address-space limit: ulimit -v)")
 
     @classmethod
     def get(cls) -> "_Spawner":
@@ -255,9 +256,12 @@ class Pool:
                 if done is not None:
                     done()
 
-        threads = [threading.Thread(target=drain, daemon=True) for _ in range(min(jobs, len(tasks)) - 1)]
-        for thread in threads:
-            thread.start()
+        threads = []
+        for _ in range(min(jobs, len(tasks)) - 1):
+            thread = started_on_stack(drain, SMALL_STACK, "fwdlint-drain")
+            if thread is None:
+                break  # this thread drains what it would have
+            threads.append(thread)
         drain()
         for thread in threads:
             thread.join()

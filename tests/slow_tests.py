@@ -41,7 +41,6 @@ SLOW: dict[str, str] = {
     "test_paths.py::test_a_root_far_above_gives_a_bounded_view": "a project root above 5,000 files",
     "test_output_formats.py::test_sarif_of_every_rule_fixture_is_valid[": "every rule's fixtures as SARIF",
     "test_fast_subset.py::test_every_slow_entry_names_collected_tests": "collects the whole suite, torch modules too",
-    "test_fast_subset.py::test_the_tests_that_start_ranks_run_one_at_a_time": "collects a torch test module",
 }
 SAMPLES = {
     "test_fix_pairs.py::test_fix_pair[FWD001-basic]",

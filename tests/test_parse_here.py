@@ -107,3 +107,38 @@ def test_small_files_start_no_parser_process(tmp_path: Path, jobs: str) -> None:
     assert parser_processes()[0] == 0
     (tmp_path / "big.py").write_text(MODEL + "y = 1\n" * (parse_here.HERE_BYTES // 6))
     assert parser_processes()[0] == 1
+
+
+def _no_room_for(names: tuple[str, ...], monkeypatch: pytest.MonkeyPatch) -> None:
+    """Threads of these names cannot start, as under an address-space limit the process has nearly
+    reached; a spawner started earlier in this process is forgotten."""
+    real = workers.started_on_stack
+
+    def started(target, stack_bytes, name):  # type: ignore[no-untyped-def]
+        return None if name in names else real(target, stack_bytes, name)
+
+    monkeypatch.setattr(workers, "started_on_stack", started)
+    monkeypatch.setattr(workers._Spawner, "_instance", None)
+
+
+def test_no_room_for_a_thread_costs_the_files_one_line_each(monkeypatch: pytest.MonkeyPatch) -> None:
+    """No thread can start the parser processes: each file gets a one-line failure; nothing raises
+    ("can't start new thread" ended a loaded machine's ``--fix`` under ``ulimit -v`` with a traceback)."""
+    _no_room_for(("fwdlint-spawner", "fwdlint-drain"), monkeypatch)
+    pool = workers.Pool(2, ("lint_rules.facts.extract",))
+    try:
+        outcomes = pool.map(_extract, [_task("a.py", MODEL.encode()), _task("b.py", MODEL.encode())])
+    finally:
+        pool.close()
+    assert [type(outcome) for outcome in outcomes] == [workers.Failure] * 2
+    assert all("no room to start a thread" in str(outcome) for outcome in outcomes), outcomes
+
+
+def test_no_room_for_a_second_thread_leaves_the_tasks_to_the_first(monkeypatch: pytest.MonkeyPatch) -> None:
+    _no_room_for(("fwdlint-drain",), monkeypatch)
+    pool = workers.Pool(2, ("lint_rules.facts.extract",))
+    try:
+        outcomes = pool.map(_extract, [_task(f"{name}.py", MODEL.encode()) for name in "abc"])
+    finally:
+        pool.close()
+    assert [type(outcome) for outcome in outcomes] == [FileFacts] * 3
