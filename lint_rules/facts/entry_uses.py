@@ -121,8 +121,11 @@ class EntryUses(Collector):
         elif scope.parent in self.kept:  # a function nested in one: its nodes are the outer one's
             if scope.expressions:
                 self.kept[scope] = self.kept[scope.parent]
-            else:  # (its body's calls are not visited: the summary walks the body itself)
-                self.kept_of = {fn: kept for fn, kept in self.kept_of.items() if kept is not self.kept[scope.parent]}
+            else:  # its body's calls are not visited: the module-level function's summary walks its body itself
+                top = scope.parent
+                while top.parent is not None and top.parent.kind != "module":
+                    top = top.parent
+                self.kept_of.pop(top.node, None)
 
     on_call = _relay("on_call")
     on_for = _relay("on_for")
