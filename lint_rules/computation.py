@@ -44,11 +44,6 @@ class ClassAnalysis(ClassMembers):
     """Lazily answers computation questions for one class (its own MRO)."""
 
     _chains: dict[tuple[int, str, str], Optional[Chain]] = field(default_factory=dict)
-    # Cycle handling (a calls b, b calls a): a "no" reached through a method still being
-    # evaluated is provisional, kept aside until the outermost evaluation ends.
-    _active: set[tuple[int, str, str]] = field(default_factory=set)
-    _pending: list[tuple[int, str, str]] = field(default_factory=list)
-    _hit_active: bool = False
     # What each method's verdict depended on that could not be read (``unknowns``)
     _unknowns: dict[tuple[int, str, str], frozenset[Unresolved]] = field(default_factory=dict)
 
@@ -87,38 +82,40 @@ class ClassAnalysis(ClassMembers):
         if key in self._chains:
             self.index.note(*self._unknowns.get(key, ()))
             return self._chains[key]
-        if key in self._active:  # a cycle: recursion adds no evidence, but the caller's "no" is provisional
-            self._hit_active = True
+        index, token = self.index, (id(self), key)
+        depth = index.evaluating.get(token)
+        if depth is not None:  # a cycle: recursion adds no evidence, but a "no" that met it is open
+            index.lowest = min(index.lowest, depth)  # until the evaluation at ``depth`` ends
             return None
-        outermost = not self._active
-        outer_hit, self._hit_active = self._hit_active, False
-        self._active.add(key)
-        self.index.noting.append(set())
-        outer_provisional, self.index.provisional = self.index.provisional, False
+        depth = index.evaluating[token] = len(index.evaluating)
+        outer_lowest, index.lowest = index.lowest, depth
+        pending_from = len(index.pending)
+        index.noting.append(set())
+        outer_provisional, index.provisional = index.provisional, False
         try:
             result = self._evaluate(position, method, origin or self.mro[position].file)
         finally:
-            self._active.discard(key)
-            noted = frozenset(self.index.noting.pop())
-            answered_for_now = self.index.provisional
-            self.index.provisional = outer_provisional or answered_for_now
+            del index.evaluating[token]
+            noted = frozenset(index.noting.pop())
+            answered_for_now = index.provisional
+            index.provisional = outer_provisional or answered_for_now
+            lowest, index.lowest = index.lowest, min(outer_lowest, index.lowest)
         self._unknowns[key] = noted if result is None else frozenset()
-        self.index.note(*noted)
-        provisional = (self._hit_active or answered_for_now) and result is None
-        self._hit_active = outer_hit or provisional
-        if provisional:
-            self._pending.append(key)
+        index.note(*noted)
+        if result is None and (lowest < depth or answered_for_now):
+            index.pending.append((self._chains, key))  # met a cycle through an evaluation still open
         else:
             self._chains[key] = result
-        if outermost:
-            # Evaluation is exhaustive: if the outermost method computes nothing, neither does
-            # anything it reached. If it computes, the provisional "no"s may be wrong: forget them
-            # (asked again, they find the now known "yes"). So the order of definitions never matters.
-            for pending in self._pending:
-                if result is None and not answered_for_now:  # a "no" of an open question stays open
-                    self._chains[pending] = None
-            self._pending.clear()
-            self._hit_active = False
+        if lowest >= depth:
+            # Every cycle met below ends here, in whichever classes it ran. Evaluation is exhaustive:
+            # if this method computes nothing, neither does anything it reached. If it computes, the
+            # open "no"s may be wrong: forget them (asked again, they find the now known "yes"). So
+            # neither the order of definitions nor the order in which files are checked matters.
+            settled = index.pending[pending_from:]
+            del index.pending[pending_from:]
+            if result is None and not answered_for_now:
+                for chains, pending in settled:
+                    chains[pending] = None
         return result
 
     def _evaluate(self, position: int, method: MethodFacts, origin: FileFacts) -> Optional[Chain]:

@@ -31,15 +31,21 @@ SEARCH_STEPS = 2000
 _KNOWN_BY_NAME = ("builtins.", "typing.", "abc.", "collections.", "numpy.")
 
 
+ClassKey = tuple[str, str, str]  # ``ClassRef.key``
+
+
 @dataclass(frozen=True)
 class ClassRef:
     file: FileFacts
     cls: ClassFacts
-    # (path, qualname): what the index's tables are keyed by, asked millions of times on a large tree
-    key: tuple[str, str] = field(init=False, repr=False, compare=False)
+    # (path, module, qualname): what the index's tables are keyed by, asked millions of times on a large
+    # tree. The module too: a file of a directory without ``__init__.py`` is in the view as ``model``
+    # and read again, without lines, when ``mypkg.model`` is imported (``holds``); under one key,
+    # whichever copy was met first would answer for both.
+    key: ClassKey = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "key", (self.file.path, self.cls.qualname))
+        object.__setattr__(self, "key", (self.file.path, self.file.module, self.cls.qualname))
 
 
 Loader = Callable[[Path, str, bool], Optional[FileFacts]]
@@ -66,22 +72,27 @@ class ProjectIndex:
     # name -> (file, class, bound): registrations whose model's class the file tells; ``bound`` if
     # the model is one the file set up (FWD002 then counts the mark for that set-up only)
     class_marks: dict[str, list[tuple[FileFacts, str, bool]]] = field(default_factory=dict)
-    analyses: dict[tuple[str, str], object] = field(default_factory=dict)  # computation.ClassAnalysis
+    analyses: dict[ClassKey, object] = field(default_factory=dict)  # computation.ClassAnalysis
     # (class key, id of a method of it) -> (subclass key -> whether it overrides it, the last subclasses
     # asked about, those of them that do): ``computation._overriders``
-    overriders: dict[tuple[tuple[str, str], int], tuple[dict[tuple[str, str], bool], tuple[ClassRef, ...],
-                                                       list[ClassRef]]] = field(default_factory=dict)
+    overriders: dict[tuple[ClassKey, int], tuple[dict[ClassKey, bool], tuple[ClassRef, ...], list[ClassRef]]] = field(
+        default_factory=dict)
     computing_names: dict[str, bool] = field(default_factory=dict)  # computation._unknown_computes
     open_names: set[str] = field(default_factory=set)  # ... of them, being answered
     method_owners: Optional[dict[str, list[ClassRef]]] = None  # computation._owners
     provisional: bool = False  # an open name was answered "no" for now during the current evaluation
-    _module_cache: dict[tuple[str, str], bool] = field(default_factory=dict)
-    _mro_cache: dict[tuple[str, str], list[ClassRef]] = field(default_factory=dict)
+    # (analysis id, method key) -> depth, for the methods of any class being evaluated; a "no" that met one
+    # is open (``pending``) until that one ends; ``lowest``: the least depth met (``ClassAnalysis._chain``)
+    evaluating: dict[tuple[int, tuple[int, str, str]], int] = field(default_factory=dict)
+    pending: list[tuple[dict, tuple[int, str, str]]] = field(default_factory=list)
+    lowest: int = 0
+    _module_cache: dict[ClassKey, bool] = field(default_factory=dict)
+    _mro_cache: dict[ClassKey, list[ClassRef]] = field(default_factory=dict)
     _subclasses: Optional[dict[str, list[ClassRef]]] = None  # last name of a base -> classes
     _bases_indexed: int = 0  # entries ever added to ``_subclasses``: unchanged, every answer holds
     # class key -> (``_bases_indexed``, the names searched, each with its number of candidates then;
     # ``subclasses``): the answer holds until a file read adds a class with a base of one of those names
-    _subclasses_of: dict[tuple[str, str], tuple[int, tuple[tuple[str, int], ...], tuple[ClassRef, ...]]] = field(
+    _subclasses_of: dict[ClassKey, tuple[int, tuple[tuple[str, int], ...], tuple[ClassRef, ...]]] = field(
         default_factory=dict)
     _siblings_read: set[str] = field(default_factory=set)
     _versions: dict[str, Optional[str]] = field(default_factory=dict)
@@ -91,8 +102,8 @@ class ProjectIndex:
     probed: list[tuple] = field(default_factory=list)
     _reads_at_start: int = 0  # files read when the current outermost search began
     _steps: int = 0  # lookups made by the current outermost search
-    # (ref, origin, what, load) -> (files read when answered, answer)
-    _found: dict[tuple[str, str, str, bool], tuple[int, Optional[tuple[FileFacts, object]]]] = field(
+    # (ref, origin's (path, module), what, load) -> (files read when answered, answer)
+    _found: dict[tuple[str, tuple[str, str], str, bool], tuple[int, Optional[tuple[FileFacts, object]]]] = field(
         default_factory=dict)
     _absolute: set[str] = field(default_factory=set)  # the files' absolute paths (``holds``)
     _callers: Optional[dict[str, set[str]]] = None  # method name -> functions that call it (``callers_of``)
@@ -221,7 +232,8 @@ class ProjectIndex:
             return None
         if ref.startswith(_KNOWN_BY_NAME):
             load = False
-        key = (ref, origin.path if origin is not None and "." not in ref else "", get.__name__, load)
+        place = (origin.path, origin.module) if origin is not None and "." not in ref else ("", "")
+        key = (ref, place, get.__name__, load)
         known = self._found.get(key)
         if known is not None and (known[1] is not None or load or known[0] == len(self.modules)):
             return known[1]

@@ -124,7 +124,8 @@ def _fix_file(path: str, facts: FileFacts, view: ProjectIndex, by_class: dict[tu
                     unresolved.setdefault(name, f"the class of `{site.var}` set up at {where} cannot be resolved; "
                                                 f"register the method there by hand")
             continue
-        own = {(*item.key, name) for item in view.mro(ref) for name in by_class.get(item.key, ())}
+        own = {(item.file.path, item.cls.qualname, name) for item in view.mro(ref)
+               for name in by_class.get((item.file.path, item.cls.qualname), ())}
         names = list(dict.fromkeys(key[2] for key in own if key in wanted
                                    and not marks.registers(view, facts, index, key[2], ref)))
         if names and (site.inline or not site.var):
