@@ -112,6 +112,13 @@ class ProjectIndex:
     # Names a verdict depended on that could not be read, one set per method being evaluated
     # (``computation``; ``note`` adds to the innermost)
     noting: list[set[Unresolved]] = field(default_factory=list)
+    # Scripts in sibling directories (examples/a/model.py, examples/b/model.py) are both ``model``;
+    # each script imports its own, as Python does (its directory comes first on ``sys.path``): a file's
+    # root (the directory its top package lives in), the files of each root by module, and the roots
+    # under which each top-level name is a module (``_own_root``)
+    _root_of: dict[str, str] = field(default_factory=dict)
+    _under_root: dict[tuple[str, str], FileFacts] = field(default_factory=dict)
+    _roots_of_top: dict[str, set[str]] = field(default_factory=dict)
 
     def note(self, *unresolved: Unresolved) -> None:
         if self.noting and unresolved:
@@ -126,8 +133,13 @@ class ProjectIndex:
         self._absolute.add(os.path.abspath(facts.path))
         if facts.module and facts.parsed:  # a skipped file is parsed lazily if an import needs it
             self.modules.setdefault(facts.module, facts)
-        if root is not None and root not in self.roots:
-            self.roots.append(root)
+        if root is not None:
+            if root not in self.roots:
+                self.roots.append(root)
+            self._root_of[facts.path] = str(root)
+            if facts.module and facts.parsed:
+                self._under_root.setdefault((str(root), facts.module), facts)
+                self._roots_of_top.setdefault(facts.module.partition(".")[0], set()).add(str(root))
         for mark in facts.marks:
             if mark.cls:
                 self.class_marks.setdefault(mark.name, []).append((facts, mark.cls, mark.site >= 0))
@@ -152,7 +164,7 @@ class ProjectIndex:
         view.modules = {name: facts for name, facts in self.modules.items()
                         if name not in stale and (facts is None or facts.path not in replaced)}
         for path, facts in self.files.items():
-            view.add(replaced.get(path, facts))
+            view.add(replaced.get(path, facts), Path(self._root_of[path]) if path in self._root_of else None)
         for path, facts in replaced.items():
             if path not in self.files:
                 view.add(facts)
@@ -232,18 +244,25 @@ class ProjectIndex:
             return None
         if ref.startswith(_KNOWN_BY_NAME):
             load = False
-        place = (origin.path, origin.module) if origin is not None and "." not in ref else ("", "")
+        root = self._own_root(ref, origin)
+        place = (origin.path, origin.module) if origin is not None and "." not in ref else ("", root)
         key = (ref, place, get.__name__, load)
         known = self._found.get(key)
         if known is not None and (known[1] is not None or load or known[0] == len(self.modules)):
             return known[1]
         self._found[key] = (len(self.modules), None)  # cycle guard
-        found = self._search(ref, origin, depth, load, get)
+        found = self._search(ref, origin, depth, load, get, root)
         self._found[key] = (len(self.modules), found)
         return found
 
+    def _own_root(self, ref: str, origin: Optional[FileFacts]) -> str:
+        """``origin``'s root if ``ref``'s top-level name is a module under several roots, else ""."""
+        if origin is None or len(self._roots_of_top.get(ref.partition(".")[0], ())) < 2:
+            return ""
+        return self._root_of.get(origin.path, "")
+
     def _search(self, ref: str, origin: Optional[FileFacts], depth: int, load: bool,
-                get: Callable[[FileFacts, str], object]) -> Optional[tuple[FileFacts, object]]:
+                get: Callable[[FileFacts, str], object], root: str = "") -> Optional[tuple[FileFacts, object]]:
         if "." not in ref:
             if origin is None:
                 return None
@@ -254,7 +273,9 @@ class ProjectIndex:
         parts = ref.split(".")
         for cut in range(len(parts) - 1, 0, -1):
             name = ".".join(parts[:cut])
-            facts = self.module(name) if load else self.modules.get(name)
+            facts = self._under_root.get((root, name)) if root else None
+            if facts is None:
+                facts = self.module(name) if load else self.modules.get(name)
             if facts is None:
                 continue
             qualname = ".".join(parts[cut:])
