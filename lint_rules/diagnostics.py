@@ -26,6 +26,14 @@ class Step(NamedTuple):
         """The step as the message shows it."""
         return f"{self.what} at line {self.line}" if self.cited and self.line else self.what
 
+    def shown_from(self, path: str) -> str:
+        """The step as the message of a finding in ``path`` shows it: a line of another file with its
+        file (``self.text_model(...) at chinese_clip/modeling_chinese_clip.py:859``, not "at line 859"
+        of the file the finding is in), relative to the working directory when it lies below it."""
+        if not (self.cited and self.line and self.path) or os.path.abspath(self.path) == os.path.abspath(path):
+            return str(self)
+        return f"{self.what} at {shown(below(self.path) or self.path)}:{self.line}"
+
 
 Chain = list[Step]
 

@@ -39,7 +39,7 @@ def test_the_message_shows_the_steps_and_each_step_points_at_what_it_names(
     assert len(chained) > 5
     located = 0
     for d in chained:
-        assert f"({contract.format_chain(d.steps)}" in d.message, d
+        assert f"({contract.format_chain(step.shown_from(d.path) for step in d.steps)}" in d.message, d
         for step in d.steps:
             if not step.line:
                 continue
@@ -61,6 +61,11 @@ def test_a_helper_of_a_base_class_in_another_file_is_located_there(tmp_path: Pat
         {"message": "self.trunk(...)", "path": "pkg/base.py", "line": 15, "col": 16},
     ]
     assert found["related"] == []
+    # the line of another file is given with its file: "at line 15" would send the reader to pkg/model.py
+    assert "(features -> _features -> self.trunk(...) at pkg/base.py:15)" in found["message"]
+    _, payload = cli_json(work / "pkg", "--no-cache", ".")  # relative to the working directory
+    assert "self.trunk(...) at base.py:15)" in next(d["message"] for d in payload["diagnostics"]
+                                                    if d["symbol"] == "Model.features")
 
 
 def test_set_ups_are_related_places_saying_which_register(tmp_path: Path) -> None:

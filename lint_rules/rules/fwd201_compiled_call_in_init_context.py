@@ -321,7 +321,8 @@ def _context_call(view: ProjectIndex, facts: FileFacts, call: InitCall) -> Optio
              *chain]
     callee = chain[-1].what.split("(")[0]
     runs = f"the compiled `{passed[callee]}` passed to it" if callee in passed else "compiled code"
-    return f"building {found.cls.qualname} inside {call.context} runs {runs} ({contract.format_chain(chain)})", chain
+    shown = contract.format_chain(step.shown_from(facts.path) for step in chain)
+    return f"building {found.cls.qualname} inside {call.context} runs {runs} ({shown})", chain
 
 
 def check(view: ProjectIndex, facts: FileFacts) -> Iterator[Diagnostic]:

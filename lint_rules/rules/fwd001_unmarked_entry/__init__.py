@@ -102,8 +102,9 @@ Fix (``--fix``; the ``style`` option, ``--fix-style``)
     which is what the decorator does. ``call``: for classes you do not want to edit, a registration right
     after every set-up of a model of the class in the project, once one of them calls the method
     or registers it (``fix_call``); where a set-up cannot be edited by the run (a file it was not
-    given, no variable, no room after the statement) the finding is not fixed, saying where. Generators and ``async`` methods are never decorated: the decorator refuses
-    them when the class is defined.
+    given, no variable, no room after the statement) the finding is not fixed, saying where.
+    Generators and ``async`` methods are never decorated: the decorator refuses them when the class
+    is defined.
 
 A function bound as a class attribute (``decode = decode_function``) is a method: reported at the
 assignment when the function runs the instance it is given, marked by ``decode =
@@ -287,7 +288,7 @@ def check(view: ProjectIndex, facts: FileFacts) -> Iterator[Diagnostic]:
                 called = analysis.called_names() if called is None else called
                 if method.name in called:
                     continue
-            chain_text = contract.format_chain(chain)
+            chain_text = contract.format_chain(step.shown_from(facts.path) for step in chain)
             callers = _called_only_from_forward(view, analysis, method.name)
             if callers is not None:
                 if view.config.forward_helpers == "skip":

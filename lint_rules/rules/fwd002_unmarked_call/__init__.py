@@ -177,9 +177,9 @@ def check(view: ProjectIndex, facts: FileFacts) -> Iterator[Diagnostic]:
         if not elsewhere and _fwd001_owns(view, owner, method):
             continue
         how = registration(site, wrapped.method) if site.var else f"mark_forward_method(<the wrapper>, '{method.name}')"
+        shown = contract.format_chain(step.shown_from(facts.path) for step in chain)
         message = (f"{wrapped.text}(...) runs {owner.cls.qualname}.{method.name} outside the wrapper's forward "
-                   f"({contract.format_chain(chain)}) on the model set up at line {site.line} "
-                   f"({_SET_UP[site.kind]})")
+                   f"({shown}) on the model set up at line {site.line} ({_SET_UP[site.kind]})")
         set_up = Step(f"{site.var or 'the model'} set up with {_SET_UP[site.kind]}: does not register {method.name}",
                       facts.path, site.line, -1)
         yield Diagnostic(facts.path, wrapped.line, wrapped.col, CODE, message, wrapped.text,
