@@ -119,18 +119,30 @@ def child_nodes(node: ast.AST) -> list[ast.AST]:
     return found
 
 
+#: What ``stored_names`` pushes and never expands: leaves, and the non-node items of a node's lists
+#: (``None`` among a dict's keys, names of ``MatchClass`` keywords).
+_NOT_EXPANDED = frozenset({*LEAVES, type(None), str})
+
+
 def stored_names(node: ast.AST) -> set[str]:
-    """Every name bound or deleted anywhere under ``node`` (``ast.walk`` is a generator: slower)."""
+    """Every name bound or deleted anywhere under ``node`` (``ast.walk`` is a generator: slower; the
+    order of the children does not matter to a set, so they are pushed as they come)."""
     found: set[str] = set()
     stack = [node]
+    pop, push, extend = stack.pop, stack.append, stack.extend
     while stack:
-        current = stack.pop()
+        current = pop()
         kind = type(current)
         if kind is ast.Name:
             if type(current.ctx) is not ast.Load:  # type: ignore[attr-defined]
                 found.add(current.id)  # type: ignore[attr-defined]
-        elif kind not in LEAVES:
-            stack.extend(child_nodes(current))
+        elif kind not in _NOT_EXPANDED:
+            for name in node_fields(current):
+                value = getattr(current, name)
+                if type(value) is list:
+                    extend(value)
+                elif isinstance(value, ast.AST):
+                    push(value)
     return found
 
 
