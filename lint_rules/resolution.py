@@ -52,7 +52,9 @@ def _function_named(facts: FileFacts, name: str) -> object:
 
 
 class NameResolution:
-    """``ProjectIndex``'s name lookups (its fields hold what they read and remember)."""
+    """``ProjectIndex``'s name lookups: its fields, declared here, hold what they read and remember;
+    a factory's class is checked with the index's ``mro`` and ``is_module_class``, and a module read
+    joins its subclass index (``_index_bases``)."""
 
     modules: dict[str, Optional[FileFacts]]
     roots: list[Path]
