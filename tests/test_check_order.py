@@ -25,7 +25,7 @@ def _projects() -> list[tuple[str, Path, list[Path]]]:
     checking its files would add them to it."""
     found = []
     for directory in rule_fixture_dirs():
-        found.append((directory.name, directory, sorted(directory.glob("*.py"))))
+        found.append((directory.name, directory, [Path(path) for path in view_files(directory, [])[0]]))
         found.extend((f"{directory.name}-{case.name}", case.cwd, [Path(path) for path in view_files(case.cwd, [])[0]])
                      for case in cases(directory) if case.cwd != directory)
     demo = FIXTURES / "demo_project"
@@ -36,8 +36,9 @@ def _projects() -> list[tuple[str, Path, list[Path]]]:
 PROJECTS = _projects()
 
 
-def _by_file(root: Path, paths: list[Path]) -> dict[str, list]:
-    result = analyse([str(path) for path in paths], Run(project_root=root, cache=False))
+def _by_file(root: Path, paths: list[Path], cache: Path) -> dict[str, list]:
+    """Findings by file (the facts from ``cache``: the findings are never stored, ``analyse``'s ``reuse``)."""
+    result = analyse([str(path) for path in paths], Run(project_root=root, cache_dir=cache))
     found: dict[str, list] = {}
     for diagnostic in result.diagnostics:
         found.setdefault(diagnostic.path, []).append(diagnostic)
@@ -45,19 +46,20 @@ def _by_file(root: Path, paths: list[Path]) -> dict[str, list]:
 
 
 @pytest.mark.parametrize("name,root,files", PROJECTS, ids=[p[0] for p in PROJECTS])
-def test_a_files_findings_do_not_depend_on_the_order_of_checks(name: str, root: Path, files: list[Path]) -> None:
-    together = _by_file(root, files)
-    assert _by_file(root, files[::-1]) == together
+def test_a_files_findings_do_not_depend_on_the_order_of_checks(name: str, root: Path, files: list[Path],
+                                                               tmp_path: Path) -> None:
+    together = _by_file(root, files, tmp_path)
+    assert _by_file(root, files[::-1], tmp_path) == together
     for path in files:
-        alone = _by_file(root, [path])
+        alone = _by_file(root, [path], tmp_path)
         assert alone.get(str(path), []) == together.get(str(path), []), path
 
 
-def test_the_cycle_across_classes_is_found_whichever_file_is_checked_first() -> None:
+def test_the_cycle_across_classes_is_found_whichever_file_is_checked_first(tmp_path: Path) -> None:
     """The case itself, with its expectations: every ``resize`` computes (``Probe``'s runs its backbone)."""
     project = FIXTURES / "fwd001" / "cycle_across_classes"
     blocks, probe = project / "vision" / "blocks.py", project / "vision" / "probe.py"
     expected = ["Block.resize", "Stage.resize", "Network.resize"]
     for order in ([blocks], [blocks, probe], [probe, blocks]):
-        found = _by_file(project, order)
+        found = _by_file(project, order, tmp_path / str(len(order)) / order[0].name)
         assert [d.symbol for d in found[str(blocks)]] == expected, order
