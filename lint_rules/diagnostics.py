@@ -2,7 +2,9 @@
 
 import os
 from pathlib import Path
-from typing import NamedTuple, Optional
+from typing import Iterable, NamedTuple, Optional
+
+from lint_rules.contract import format_chain
 
 # The records a warm run builds (these, ``settings``', ``engine``'s, ``environment``'s) are NamedTuples,
 # not dataclasses: importing dataclasses (and inspect) and generating their methods was a fifth of a warm
@@ -36,6 +38,11 @@ class Step(NamedTuple):
 
 
 Chain = list[Step]
+
+
+def chain_text(chain: Iterable[Step], path: str) -> str:
+    """A chain as the message of a finding in ``path`` shows it (``Step.shown_from``)."""
+    return format_chain(step.shown_from(path) for step in chain)
 
 
 class Diagnostic(NamedTuple):

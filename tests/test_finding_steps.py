@@ -17,8 +17,8 @@ import pytest
 from fixture_cases import FIXTURES, cli_json, rule_fixture_dirs, run_cli
 from test_registration_per_set_up import _project
 
-from lint_rules import contract
 from lint_rules.discover import python_files
+from lint_rules.diagnostics import chain_text
 from lint_rules.engine import Run, analyse
 
 CHAINED = [d for d in rule_fixture_dirs() if d.name in ("fwd001", "fwd002", "fwd201")]
@@ -39,7 +39,7 @@ def test_the_message_shows_the_steps_and_each_step_points_at_what_it_names(
     assert len(chained) > 5
     located = 0
     for d in chained:
-        assert f"({contract.format_chain(step.shown_from(d.path) for step in d.steps)}" in d.message, d
+        assert f"({chain_text(d.steps, d.path)}" in d.message, d
         for step in d.steps:
             if not step.line:
                 continue

@@ -72,7 +72,7 @@ import re
 from typing import Iterator, Optional
 
 from lint_rules import contract
-from lint_rules.diagnostics import Chain, Diagnostic, Step
+from lint_rules.diagnostics import Chain, Diagnostic, Step, chain_text
 from lint_rules.facts.model import COMPILE, SRC_CALL, SRC_PARAM, FileFacts, InitCall
 from lint_rules.project import ClassRef, ProjectIndex
 from lint_rules.rules.base import Invalid, Valid
@@ -321,7 +321,7 @@ def _context_call(view: ProjectIndex, facts: FileFacts, call: InitCall) -> Optio
              *chain]
     callee = chain[-1].what.split("(")[0]
     runs = f"the compiled `{passed[callee]}` passed to it" if callee in passed else "compiled code"
-    shown = contract.format_chain(step.shown_from(facts.path) for step in chain)
+    shown = chain_text(chain, facts.path)
     return f"building {found.cls.qualname} inside {call.context} runs {runs} ({shown})", chain
 
 
@@ -340,7 +340,7 @@ def check(view: ProjectIndex, facts: FileFacts) -> Iterator[Diagnostic]:
             continue
         chain = reaches_compiled(view, ref, "configure_model")
         if chain is not None:
-            what = contract.format_chain(chain)
+            what = chain_text(chain, facts.path)
             yield Diagnostic(facts.path, method.line, method.col, CODE,
                              f"{cls.qualname}.configure_model runs compiled {chain[-1].what.split('(')[0]} ({what})",
                              f"{cls.qualname}.configure_model",

@@ -134,7 +134,7 @@ from typing import Iterator, Mapping, Optional, Sequence
 
 from lint_rules import contract, marks
 from lint_rules.computation import ClassAnalysis, analysis_for, never_entry
-from lint_rules.diagnostics import Diagnostic, Step
+from lint_rules.diagnostics import Diagnostic, Step, chain_text
 from lint_rules.facts.model import DYNAMIC_CALL, SELF_CALL, SUPER_CALL, ClassFacts, FileFacts
 from lint_rules.fix.result import FileFix, FixContext, Unfixed
 from lint_rules.marks import SetUp
@@ -288,7 +288,7 @@ def check(view: ProjectIndex, facts: FileFacts) -> Iterator[Diagnostic]:
                 called = analysis.called_names() if called is None else called
                 if method.name in called:
                     continue
-            chain_text = contract.format_chain(step.shown_from(facts.path) for step in chain)
+            evidence = chain_text(chain, facts.path)
             callers = _called_only_from_forward(view, analysis, method.name)
             if callers is not None:
                 if view.config.forward_helpers == "skip":
@@ -296,8 +296,8 @@ def check(view: ProjectIndex, facts: FileFacts) -> Iterator[Diagnostic]:
                 own = {item.cls.qualname for item in analysis.mro}  # its own class's forward first
                 callers.sort(key=lambda owner: (owner.rpartition(".")[0] not in own, owner))
                 shown = ", ".join(callers[:2]) + (f" and {len(callers) - 2} more" if len(callers) > 2 else "")
-                chain_text += f"; called in this project only from {shown}"
-            message = contract.unmarked_entry_message(cls.qualname, method.name, chain_text)
+                evidence += f"; called in this project only from {shown}"
+            message = contract.unmarked_entry_message(cls.qualname, method.name, evidence)
             set_ups = marks.set_ups(view, method.name, ref)
             if marks.registered(view, method.name, ref):
                 message += _registered_on_some(set_ups)

@@ -50,7 +50,7 @@ from typing import Iterator, Mapping, Sequence
 
 from lint_rules import contract, marks
 from lint_rules.computation import analysis_for, never_entry
-from lint_rules.diagnostics import Diagnostic, Step
+from lint_rules.diagnostics import Diagnostic, Step, chain_text
 from lint_rules.facts.model import FileFacts, MethodFacts, WrapSite
 from lint_rules.fix.result import FileFix, FixContext, Unfixed
 from lint_rules.noqa import is_suppressed
@@ -177,7 +177,7 @@ def check(view: ProjectIndex, facts: FileFacts) -> Iterator[Diagnostic]:
         if not elsewhere and _fwd001_owns(view, owner, method):
             continue
         how = registration(site, wrapped.method) if site.var else f"mark_forward_method(<the wrapper>, '{method.name}')"
-        shown = contract.format_chain(step.shown_from(facts.path) for step in chain)
+        shown = chain_text(chain, facts.path)
         message = (f"{wrapped.text}(...) runs {owner.cls.qualname}.{method.name} outside the wrapper's forward "
                    f"({shown}) on the model set up at line {site.line} ({_SET_UP[site.kind]})")
         set_up = Step(f"{site.var or 'the model'} set up with {_SET_UP[site.kind]}: does not register {method.name}",
