@@ -85,6 +85,13 @@ class ClassMembers:
         the project: a base that uses ``self.backbone`` which only its subclasses assign (through a
         factory in another file) holds whatever they assign."""
         found = self._sources.get(attr)
+        reads = self.index.reads
+        if reads is not None:
+            reads.reused("analysis", self.ref.key)
+            if found is not None:
+                reads.reused("sources", (self.ref.key, attr))
+                return found
+            start = reads.begin()
         if found is None:
             if self._family is None:
                 own = self.index.holds(self.ref.file.path)  # an installed class is not extended by the project
@@ -92,12 +99,18 @@ class ClassMembers:
             by_class = self.index.derived.setdefault("attributes by class", {})
             found = self._sources[attr] = [(item, src) for item in self._family
                                            for src in _per_class(by_class, item.cls, _attributes).get(attr, ())]
+            if reads is not None:
+                reads.done("sources", (self.ref.key, attr), start)
         return found
 
     def unknown_attr(self, attr: str) -> Optional[Unresolved]:
         """The name, among what ``self.<attr>`` is built from, that the analysis could not read
         because its package is missing or it is bound at run time (``values``); None if none."""
+        reads = self.index.reads
+        if reads is not None and attr in self._unknown_attr:
+            reads.reused("unknown attr", (self.ref.key, attr))
         if attr not in self._unknown_attr:
+            start = reads.begin() if reads is not None else 0
             found = None
             for item, src in self.sources(attr):
                 if src.ref and src.kind in _NAMED_SOURCES:
@@ -106,6 +119,8 @@ class ClassMembers:
                         found = why
                         break
             self._unknown_attr[attr] = found
+            if reads is not None:
+                reads.done("unknown attr", (self.ref.key, attr), start)
         return self._unknown_attr[attr]
 
     def _depends(self, attr: str, method: str = "") -> None:
@@ -139,8 +154,14 @@ class ClassMembers:
     def is_submodule(self, attr: str) -> bool:
         """Does ``self.<attr>`` hold an ``nn.Module``? Types first (loading the files that define
         them), then evidence by use (``self.attr.eval()``), then the class's own forward calling it."""
+        reads = self.index.reads
+        if reads is not None:
+            reads.reused("analysis", self.ref.key)
+            if attr in self._submodule:  # the answer, or (if open: a cycle) whatever it will be
+                reads.reused("submodule", (self.ref.key, attr))
         if attr in self._submodule:
             return self._submodule[attr]
+        start = reads.begin() if reads is not None else 0
         self._submodule[attr] = False  # cycle guard for self.a = self.b chains
         sources = self.sources(attr)
         # Cheap verdicts first: loading other files is the expensive part of a run.
@@ -153,6 +174,8 @@ class ClassMembers:
         result = True in verdicts or (None in verdicts and False not in verdicts and self.unknown_attr(attr) is None
                                       and (self._used_as_module(attr) or attr in self.calls_in_forward()))
         self._submodule[attr] = result
+        if reads is not None:
+            reads.done("submodule", (self.ref.key, attr), start)
         return result
 
     def _used_as_module(self, attr: str) -> bool:
@@ -236,8 +259,14 @@ class ClassMembers:
 def shared(index: ProjectIndex, ref: ClassRef, kind: type[M]) -> M:
     """The one analysis of ``ref`` in this view (kept in ``ProjectIndex.analyses``)."""
     found = index.analyses.get(ref.key)
+    reads = index.reads
     if found is None:
+        start = reads.begin() if reads is not None else 0
         found = index.analyses[ref.key] = kind(index, ref)
+        if reads is not None:
+            reads.done("analysis", ref.key, start)
+    elif reads is not None:
+        reads.reused("analysis", ref.key)
     return found  # type: ignore[return-value]
 
 

@@ -25,6 +25,7 @@ from lint_rules.facts.model import (
 from lint_rules.handed import keyed_summary, runs_unknown, unknown_entry
 from lint_rules.holders import holder_summary
 from lint_rules.project import ClassRef, ProjectIndex
+from lint_rules.reads import OWNERS, scan
 from lint_rules.values import Unresolved
 from lint_rules.vocabulary import FORWARD_NAMES, MODULE_METHODS
 
@@ -79,10 +80,14 @@ class ClassAnalysis(ClassMembers):
         is read in the function's file; a method's in its class's). ``variant``: which uses a
         caller's constants left out (``_called_chain``)."""
         key = (position, method.name, method.kind + variant)
+        index, token, reads = self.index, (id(self), key), self.index.reads
+        if reads is not None:
+            reads.reused("analysis", self.ref.key)
+            if key in self._chains or token in index.evaluating:  # the answer, or whatever it will be
+                reads.reused("chain", (self.ref.key, key))
         if key in self._chains:
             self.index.note(*self._unknowns.get(key, ()))
             return self._chains[key]
-        index, token = self.index, (id(self), key)
         depth = index.evaluating.get(token)
         if depth is not None:  # a cycle: recursion adds no evidence, but a "no" that met it is open
             index.lowest = min(index.lowest, depth)  # until the evaluation at ``depth`` ends
@@ -92,6 +97,7 @@ class ClassAnalysis(ClassMembers):
         pending_from = len(index.pending)
         index.noting.append(set())
         outer_provisional, index.provisional = index.provisional, False
+        start = reads.begin() if reads is not None else 0
         try:
             result = self._evaluate(position, method, origin or self.mro[position].file)
         finally:
@@ -102,6 +108,8 @@ class ClassAnalysis(ClassMembers):
             lowest, index.lowest = index.lowest, min(outer_lowest, index.lowest)
         self._unknowns[key] = noted if result is None else frozenset()
         index.note(*noted)
+        if reads is not None:
+            reads.done("chain", (self.ref.key, key), start)
         if result is None and (lowest < depth or answered_for_now):
             index.pending.append((self._chains, key))  # met a cycle through an evaluation still open
         else:
@@ -346,7 +354,12 @@ def _unknown_computes(index: ProjectIndex, method: str) -> bool:
     if method in MODULE_METHODS or contract.is_dunder(method):
         return False
     known = index.computing_names.get(method)
+    reads = index.reads
+    if reads is not None:
+        reads.read(scan(OWNERS, method))  # the project's classes that define ``method`` (``_owners``)
+        reads.reused("computing name", method)  # the answer, or (if open: a cycle) whatever it will be
     if known is None:
+        start = reads.begin() if reads is not None else 0
         index.computing_names[method] = False  # while open: asked again (``inverse`` calling ``inverse`` on its
         # elements), the answer is "no" for now, and what it decides is not kept (``ClassAnalysis._chain``)
         index.open_names.add(method)
@@ -354,6 +367,8 @@ def _unknown_computes(index: ProjectIndex, method: str) -> bool:
                     for ref in _owners(index).get(method, ())[:CHA_CANDIDATES])
         index.open_names.discard(method)
         index.computing_names[method] = known
+        if reads is not None:
+            reads.done("computing name", method, start)
     elif not known and method in index.open_names:
         index.provisional = True
     return known

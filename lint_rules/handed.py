@@ -36,8 +36,16 @@ def runs_unknown(index: ProjectIndex, summary: MethodFacts, origin: FileFacts, d
     known = index.derived.setdefault("runs unknown", {})
     key = (id(summary), id(origin), depth)
     entry = known.get(key)
+    reads = index.reads
+    if reads is not None:
+        reads.read(origin.path)
+        if key in known:
+            reads.reused("runs unknown", key)
     if entry is None:
+        start = reads.begin() if reads is not None else 0
         entry = known[key] = (summary, origin, _runs_unknown_walk(index, summary, origin, depth))
+        if reads is not None:
+            reads.done("runs unknown", key, start)
     return entry[2]
 
 

@@ -16,6 +16,7 @@ from typing import Optional
 from lint_rules import contract
 from lint_rules.facts.model import FileFacts, MethodFacts, WrapSite
 from lint_rules.project import ClassRef, ProjectIndex, configured_name
+from lint_rules.reads import MARKS, SET_UPS, scan
 
 
 @dataclass(frozen=True)
@@ -58,6 +59,8 @@ def registered(view: ProjectIndex, name: str, ref: Optional[ClassRef], bound: bo
     """Does the project register method ``name`` anywhere for class ``ref``: on a model of that
     class (its bases and subclasses) when the registering file tells the class, or on a model
     whose class no file tells (``marked_names``)?"""
+    if view.reads is not None:
+        view.reads.read(scan(MARKS, name))  # every file's registrations of ``name``
     if name in view.marked_names:
         return True
     for origin, cls, is_bound in view.class_marks.get(name, ()) if ref is not None else ():
@@ -115,6 +118,8 @@ def mark_decorator(view: ProjectIndex, method: MethodFacts, facts: FileFacts) ->
 def _every_set_up(view: ProjectIndex) -> list[tuple[FileFacts, int, WrapSite]]:
     """(file, index, site) of every set-up of a model of a known class in the view's files."""
     kept = view.derived.setdefault("set-ups", {})
+    if view.reads is not None:
+        view.reads.read(scan(SET_UPS))
     if "all" not in kept:
         kept["all"] = [(facts, index, site) for facts in view.files.values()
                        for index, site in enumerate(facts.wrap_sites) if site.cls]

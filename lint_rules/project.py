@@ -17,6 +17,7 @@ from lint_rules import contract
 from lint_rules.facts.model import FileFacts
 from lint_rules.environment import package_present
 from lint_rules.layout import modules_in
+from lint_rules.reads import BASES, CALLERS, ReadLog, scan
 from lint_rules.resolution import ClassKey, ClassRef, NameResolution
 from lint_rules.settings import Config
 from lint_rules.values import DYNAMIC, MISSING, UNREADABLE, Unresolved, is_root, never_module, spelled
@@ -85,6 +86,7 @@ class ProjectIndex(NameResolution):
     _root_of: dict[str, str] = field(default_factory=dict)
     _under_root: dict[tuple[str, str], FileFacts] = field(default_factory=dict)
     _roots_of_top: dict[str, set[str]] = field(default_factory=dict)
+    reads: Optional[ReadLog] = None  # what the checks read, if asked (``reads``)
 
     def note(self, *unresolved: Unresolved) -> None:
         if self.noting and unresolved:
@@ -147,6 +149,8 @@ class ProjectIndex(NameResolution):
     def callers_of(self, name: str) -> set[str]:
         """The functions of the view's own files that call a method named ``name`` or hand it over
         (``FileFacts.attribute_uses``: "Cls.method", "func", "" for module-level code)."""
+        if self.reads is not None:
+            self.reads.read(scan(CALLERS, name))
         if self._callers is None:
             self._callers = {}
             for facts in self.files.values():
@@ -185,9 +189,15 @@ class ProjectIndex(NameResolution):
 
     def is_module_class(self, ref: ClassRef) -> bool:
         key = ref.key
+        reads = self.reads
         if key not in self._module_cache:
+            start = reads.begin() if reads is not None else 0
             self._module_cache[key] = False  # cycle guard
             self._module_cache[key] = any(self.is_module_ref(b, ref.file) for b in ref.cls.bases)
+            if reads is not None:
+                reads.done("module class", key, start)
+        elif reads is not None:
+            reads.reused("module class", key)
         return self._module_cache[key]
 
     def unresolved(self, ref: str, origin: Optional[FileFacts] = None) -> Optional[Unresolved]:
@@ -239,6 +249,8 @@ class ProjectIndex(NameResolution):
             found = known[ref.key] = any(contract.is_lightning_module(f"{item.file.module}.{item.cls.qualname}")
                                          or any(contract.is_lightning_module(base) for base in item.cls.bases)
                                          for item in self.mro(ref))
+        elif self.reads is not None:
+            self.mro(ref)  # what it was read from, for the log: a memoised MRO
         return found
 
     def mro(self, ref: ClassRef) -> list[ClassRef]:
@@ -246,6 +258,12 @@ class ProjectIndex(NameResolution):
         first, left to right, without repeats."""
         key = ref.key
         cached = self._mro_cache.get(key)
+        reads = self.reads
+        if reads is not None:
+            if cached is not None:
+                reads.reused("mro", key)
+                return cached
+            start = reads.begin()
         if cached is not None:
             return cached
         self._mro_cache[key] = [ref]  # cycle guard
@@ -260,6 +278,8 @@ class ProjectIndex(NameResolution):
                     seen.add(item.key)
                     order.append(item)
         self._mro_cache[key] = order
+        if reads is not None:
+            reads.done("mro", key, start)
         return order
 
     def subclasses(self, ref: ClassRef, siblings: bool = False) -> tuple[ClassRef, ...]:
@@ -269,6 +289,18 @@ class ProjectIndex(NameResolution):
 
         Candidates are found by the last name of their bases first, so only classes that can
         be subclasses get their bases resolved (resolving may read other files)."""
+        reads = self.reads
+        if reads is None:
+            return self._subclasses_search(ref, siblings)
+        reads.reused("subclasses", ref.key)
+        start = reads.begin()
+        result = self._subclasses_search(ref, siblings)
+        for name, _ in self._subclasses_of[ref.key][1]:  # the classes whose bases have those names
+            reads.read(scan(BASES, name))
+        reads.done("subclasses", ref.key, start)
+        return result
+
+    def _subclasses_search(self, ref: ClassRef, siblings: bool) -> tuple[ClassRef, ...]:
         if siblings:
             self._read_siblings(ref.file)
         known = self._subclasses_of.get(ref.key)

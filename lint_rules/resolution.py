@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Optional
 
 from lint_rules.facts.model import ClassFacts, FileFacts, FunctionFacts
+from lint_rules.reads import ReadLog
 from lint_rules.values import is_root, spelled
 
 if TYPE_CHECKING:
@@ -68,10 +69,14 @@ class NameResolution:
     _root_of: dict[str, str]
     _under_root: dict[tuple[str, str], FileFacts]
     _roots_of_top: dict[str, set[str]]
+    reads: Optional[ReadLog]
 
     def module(self, name: str) -> Optional[FileFacts]:
         if name in self.modules:
-            return self.modules[name]
+            known = self.modules[name]
+            if known is not None and self.reads is not None:
+                self.reads.read(known.path)
+            return known
         if f"{name}.".startswith(_KNOWN_BY_NAME):  # the standard library and numpy: never read
             return None
         found: Optional[FileFacts] = None
@@ -87,8 +92,11 @@ class NameResolution:
             if found is not None:
                 break
         self.modules[name] = found
-        if found is not None and self._subclasses is not None:
-            self._index_bases(found)
+        if found is not None:
+            if self.reads is not None:
+                self.reads.read(found.path)
+            if self._subclasses is not None:
+                self._index_bases(found)
         return found
 
     def find_class(self, ref: str, origin: Optional[FileFacts] = None, depth: int = 0,
@@ -122,11 +130,20 @@ class NameResolution:
         place = (origin.path, origin.module) if origin is not None and "." not in ref else ("", root)
         key = (ref, place, get.__name__, load)
         known = self._found.get(key)
+        reads = self.reads
+        if reads is not None:
+            if origin is not None:
+                reads.read(origin.path)  # its imports lead the search
+            if known is not None:
+                reads.reused("found", key)  # the answer, or (if open: a cycle) whatever it will be
         if known is not None and (known[1] is not None or load or known[0] == len(self.modules)):
             return known[1]
+        start = reads.begin() if reads is not None else 0
         self._found[key] = (len(self.modules), None)  # cycle guard
         found = self._search(ref, origin, depth, load, get, root)
         self._found[key] = (len(self.modules), found)
+        if reads is not None:
+            reads.done("found", key, start)
         return found
 
     def _own_root(self, ref: str, origin: Optional[FileFacts]) -> str:
@@ -148,6 +165,8 @@ class NameResolution:
         for cut in range(len(parts) - 1, 0, -1):
             name = ".".join(parts[:cut])
             facts = self._under_root.get((root, name)) if root else None
+            if facts is not None and self.reads is not None:
+                self.reads.read(facts.path)
             if facts is None:
                 facts = self.module(name) if load else self.modules.get(name)
             if facts is None:

@@ -42,6 +42,7 @@ from lint_rules import contract, marks
 from lint_rules.diagnostics import Diagnostic
 from lint_rules.facts.model import DESCRIPTORS, ClassFacts, FileFacts, Mark, MethodFacts
 from lint_rules.project import ClassRef, ProjectIndex
+from lint_rules.reads import METHODS, scan
 from lint_rules.rules.base import Invalid, Valid
 from lint_rules.vocabulary import UNROUTED_WRAPPERS
 
@@ -186,6 +187,8 @@ def _registration_problem(view: ProjectIndex, facts: FileFacts, mark: Mark) -> O
         return None
     name = found.cls.qualname.rpartition(".")[2]
     error = contract.MARK_VALIDATION_MISSING.format(name=mark.name, cls=name)
+    if view.reads is not None:
+        view.reads.read(scan(METHODS, mark.name))
     elsewhere = sorted({item.qualname for file in view.files.values() for item in file.classes
                         if any(m.name == mark.name and m.kind == "method" for m in item.methods)})
     hint = f" ({mark.name} is a method of {', '.join(elsewhere[:3])})" if elsewhere and method is None else ""

@@ -77,6 +77,7 @@ from lint_rules.computation import analysis_for
 from lint_rules.diagnostics import Diagnostic
 from lint_rules.facts.model import SRC_PARAM, FileFacts, MetaSubmodule
 from lint_rules.project import ClassRef, ProjectIndex
+from lint_rules.reads import ATTRIBUTES, scan
 from lint_rules.rules.base import Invalid, Valid
 
 CODE = "FWD101"
@@ -171,6 +172,8 @@ def _passed_module(view: ProjectIndex, ref: ClassRef, param: str, attr: str) -> 
             return True
     params = ref.cls.init_params
     slots = {param, str(params.index(param))} if param in params else set()
+    if view.reads is not None:
+        view.reads.read(scan(ATTRIBUTES))
     for other in view.files.values():
         for cls in other.classes:
             for _, sources in cls.attrs:

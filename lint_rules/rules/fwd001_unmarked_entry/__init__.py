@@ -350,8 +350,14 @@ def _called_only_from_forward(view: ProjectIndex, analysis: ClassAnalysis, name:
         if not view.holds(item.file.path) and any(method.name == name for method in item.cls.methods):
             return None
     found = view.derived.setdefault("forward callers", {})  # the same for every class with such a method
+    reads = view.reads
+    if reads is not None:
+        reads.reused("forward callers", name)
     if name not in found:
+        start = reads.begin() if reads is not None else 0
         found[name] = _forward_callers(view, name)
+        if reads is not None:
+            reads.done("forward callers", name, start)
     return list(found[name]) if found[name] is not None else None
 
 
