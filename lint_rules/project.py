@@ -250,7 +250,7 @@ class ProjectIndex(NameResolution):
                                          or any(contract.is_lightning_module(base) for base in item.cls.bases)
                                          for item in self.mro(ref))
         elif self.reads is not None:
-            self.mro(ref)  # what it was read from, for the log: a memoised MRO
+            self.reads.reused("mro", ref.key)  # what it was read from
         return found
 
     def mro(self, ref: ClassRef) -> list[ClassRef]:
