@@ -4,12 +4,14 @@ run of the same tree. Not a test: it prints numbers.
 A copy of an installed package (``--site DIR --package NAME``) is linted as its own project, as
 users lint in place (``fwdlint -j 1 -q .`` inside it), by each fwdlint source tree given
 (``--tree``, default this checkout), the trees alternated within each repetition. Per repetition
-and tree: a cold run (``--no-cache``), a warm run that changes nothing, then two edits of ``--file``,
+and tree: a cold run (``--no-cache``), the first run with the cache (``first``: it fills it and
+stores the findings), a warm run that changes nothing, then three edits of ``--file``,
 each followed by a run:
 
 * ``comment``: a comment line appended at the end (the issue's yardstick; the facts stay the same);
 * ``code``: a function inserted after the first import, named after the repetition (its facts are
-  new in every repetition, so no earlier run's findings can be reused; every line below it moves).
+  new in every repetition, so no earlier run's findings can be reused; every line below it moves);
+* ``broken``: a line that does not parse appended (every file is checked again).
 
 CPU seconds of each fwdlint process with its parser processes (``RUSAGE_CHILDREN`` of this
 process around each run), medians over ``--reps``; each edit's share of the cold run is the ratio
@@ -49,8 +51,9 @@ def cpu(tree: Path, package: Path, *args: str) -> float:
 
 def cycle(tree: Path, package: Path, target: Path, rep: int) -> dict[str, float]:
     """One repetition for one tree: cold, warm, and a run after each edit."""
+    shutil.rmtree(package / ".fwdlint_cache", ignore_errors=True)  # the last repetition's runs
     times = {"cold": cpu(tree, package, "--no-cache")}
-    cpu(tree, package)  # fills the cache
+    times["first"] = cpu(tree, package)  # fills the cache
     time.sleep(SETTLE)
     cpu(tree, package)  # ... and the stamps, now that the files are old enough
     times["warm"] = cpu(tree, package)
@@ -60,6 +63,8 @@ def cycle(tree: Path, package: Path, target: Path, rep: int) -> dict[str, float]
     text = target.read_text()
     target.write_text(text.replace("\nimport ", f"\ndef _edited_{rep}(x):\n    return x + {rep}\nimport ", 1))
     times["code"] = cpu(tree, package)
+    target.write_text(target.read_text() + "def broken(:\n")
+    times["broken"] = cpu(tree, package)
     return times
 
 
@@ -88,12 +93,13 @@ def main() -> None:
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
     print(f"{args.package} ({sum(1 for _ in (args.site / args.package).rglob('*.py'))} files), edited "
           f"{args.file}, {args.reps} repetitions, {os.cpu_count()} CPUs, load {load:.1f} at the end")
-    print(f"{'tree':<40} {'cold':>7} {'warm':>7} {'comment':>16} {'code':>16}")
+    print(f"{'tree':<40} {'cold':>7} {'first':>7} {'warm':>7} {'comment':>16} {'code':>16} {'broken':>16}")
     for tree in trees:
         median = {kind: statistics.median(s[kind] for s in samples[tree]) for kind in samples[tree][0]}
-        share = {kind: median[kind] / median["cold"] for kind in ("comment", "code")}
-        print(f"{str(tree)[-40:]:<40} {median['cold']:6.2f}s {median['warm']:6.3f}s "
-              f"{median['comment']:6.3f}s ({share['comment']:5.1%}) {median['code']:6.3f}s ({share['code']:5.1%})")
+        share = {kind: median[kind] / median["cold"] for kind in ("comment", "code", "broken")}
+        print(f"{str(tree)[-40:]:<40} {median['cold']:6.2f}s {median['first']:6.2f}s {median['warm']:6.3f}s "
+              f"{median['comment']:6.3f}s ({share['comment']:5.1%}) {median['code']:6.3f}s ({share['code']:5.1%}) "
+              f"{median['broken']:6.3f}s ({share['broken']:5.1%})")
         print(f"{'':<40} each repetition: " + "; ".join(
             f"{kind} {', '.join(f'{s[kind]:.2f}' for s in samples[tree])}" for kind in samples[tree][0]))
 

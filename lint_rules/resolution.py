@@ -88,6 +88,8 @@ class NameResolution:
                 self.probed.append(("file", str(candidate), name, is_package, exists))
                 if exists:
                     found = self.loader(candidate, name, is_package)
+                    if found is None and self.reads is not None:  # unreadable (a syntax error) for now
+                        self.reads.read(str(candidate))
                     break
             if found is not None:
                 break
