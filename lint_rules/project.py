@@ -40,10 +40,9 @@ class ProjectIndex(NameResolution):
     # the model is one the file set up (FWD002 then counts the mark for that set-up only)
     class_marks: dict[str, list[tuple[FileFacts, str, bool]]] = field(default_factory=dict)
     analyses: dict[ClassKey, object] = field(default_factory=dict)  # computation.ClassAnalysis
-    # (class key, id of a method of it) -> (subclass key -> whether it overrides it, the last subclasses
-    # asked about, those of them that do): ``computation._overriders``
-    overriders: dict[tuple[ClassKey, int], tuple[dict[ClassKey, bool], tuple[ClassRef, ...], list[ClassRef]]] = field(
-        default_factory=dict)
+    # (class key, id of a method of it) -> (the subclasses asked about, those of them that override
+    # it): ``computation._overriders``
+    overriders: dict[tuple[ClassKey, int], tuple[tuple[ClassRef, ...], list[ClassRef]]] = field(default_factory=dict)
     computing_names: dict[str, bool] = field(default_factory=dict)  # computation._unknown_computes
     open_names: set[str] = field(default_factory=set)  # ... of them, being answered
     method_owners: Optional[dict[str, list[ClassRef]]] = None  # computation._owners
