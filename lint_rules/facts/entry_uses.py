@@ -60,7 +60,7 @@ def _relay(name: str) -> Callable[["EntryUses", Any, Scope], None]:
 
     def handler(self: "EntryUses", node: Any, scope: Scope) -> None:
         if scope.method is not None:
-            scan, kept = self.scans[scope.method][1:]
+            _, scan, kept = self.scans[scope.method]
             scan.own_body = scope.node is scope.method
             read(scan, node)
             kept.append(node)

@@ -26,7 +26,7 @@ from lint_rules.facts.devices import init_context
 from lint_rules.facts.model import COMPILE, InitCall
 from lint_rules.facts.traversal import Collector, Scope
 from lint_rules.facts.walk import DEFINITIONS, LEAVES, arg_slots, call_args, child_nodes, dotted_name
-from lint_rules.vocabulary import INIT_METHODS  # what a chain from a construction starts with
+from lint_rules.vocabulary import EMPTY_INIT, INIT_METHODS  # what a chain from a construction starts with
 
 
 @dataclass
@@ -65,6 +65,9 @@ class InitContexts(Collector):
     def __init__(self, walk: Any) -> None:
         super().__init__(walk)
         self.compiles = "compile" in walk.source
+        # Every init context names itself in the text ("meta", ``init_module``, ``_EmptyInit``): a
+        # file with none of them has no context to read in its assignments and ``with`` blocks.
+        self.contextual = any(word in walk.source for word in ("meta", "init_module", EMPTY_INIT))
         self.compiled: list[str] = []
         self.locals: dict[ast.AST, set[str]] = {}  # function -> local names bound to torch.compile
         self.calls: list[_Call] = []
@@ -78,14 +81,16 @@ class InitContexts(Collector):
         return type(expr) is ast.Call and self.walk.names.resolve(dotted_name(expr.func) or "") == COMPILE
 
     def on_assign(self, node: ast.Assign, scope: Scope) -> None:
-        context = init_context(node.value, self.walk.names)
+        if type(node.value) is not ast.Call:  # a context and ``torch.compile(...)`` are both made by a call
+            return
+        context = init_context(node.value, self.walk.names) if self.contextual else None
         if context is not None:  # ctx = fabric.init_module(empty_init=True); with ctx: ...
             function = scope.function
             for target in node.targets:
                 if type(target) is ast.Name:
                     self.contexts[(function.node if function else None, target.id)] = context
             return
-        if not self._is_compile(node.value):
+        if not self.compiles or not self._is_compile(node.value):
             return
         for target in node.targets:
             if type(target) is ast.Name:
@@ -96,7 +101,7 @@ class InitContexts(Collector):
                     self.locals.setdefault(function.node, set()).add(target.id)
 
     def on_def(self, node: ast.FunctionDef | ast.AsyncFunctionDef, scope: Scope) -> None:
-        if scope.kind == "module" and COMPILE in self.walk.names.decorators(node):
+        if self.compiles and scope.kind == "module" and COMPILE in self.walk.names.decorators(node):
             self.compiled.append(node.name)
 
     def _held(self, item: ast.expr, scope: Scope) -> Optional[str]:
@@ -108,6 +113,8 @@ class InitContexts(Collector):
             (None, item.id))
 
     def on_with(self, node: ast.With | ast.AsyncWith, scope: Scope) -> None:
+        if not self.contextual:
+            return
         names = self.walk.names
         context = next((c for c in (init_context(i.context_expr, names) or self._held(i.context_expr, scope)
                                     for i in node.items) if c), None)

@@ -46,6 +46,11 @@ Meta = tuple[str, str]  # (how it got on meta, as shown; what: a class reference
 #: ``self.<attr>.<method>(value)``: the container methods that register their argument(s) (torch 2.13
 #: ``ModuleList.append/extend/insert``, ``ModuleDict.update``; ``Sequential.append``).
 _CONTAINER_ADDS = frozenset({"append", "extend", "insert", "update"})
+#: What a file must spell out to put anything on meta: the device as a string literal (every other
+#: spelling, a variable, a default, ``torch.device(...)``, holds one), or accelerate's context,
+#: which names no device. ``metadata`` and ``parametrize`` are no reason to walk a file. (Substring
+#: tests: one regular expression of these costs more than the walk it saves.)
+_TRIGGERS = ('"meta"', "'meta'", *sorted(ACCELERATE_META_CONTEXTS))
 #: Statements holding blocks (their simple statements are inside a ``with`` around them).
 _COMPOUND = (ast.If, ast.For, ast.AsyncFor, ast.While, ast.With, ast.AsyncWith, ast.Try, ast.Match,
              *((ast.TryStar,) if hasattr(ast, "TryStar") else ()))
@@ -62,7 +67,7 @@ class _Found:
 
 class MetaSubmodules(Collector):
     name = "meta_submodules"
-    triggers = ("meta",)
+    triggers = _TRIGGERS
     handlers = {ast.With: "on_with", ast.Assign: "on_assign", ast.AnnAssign: "on_assign", ast.Call: "on_call"}
 
     def __init__(self, walk: Any) -> None:

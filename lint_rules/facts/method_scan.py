@@ -196,7 +196,7 @@ class MethodScan:
                 self.classify_callee(call, self.unwrap_self(target), lambda text: f"{name}({text}, ...)")
         else:
             self.passes(call)
-        self.classify_callee(call, func, lambda text: text + "(...)")
+        self.classify_callee(call, func, _called)
 
     def element_reads(self, fn: ast.FunctionDef) -> None:
         """In a property's getter: ``layer.codebook`` for ``layer`` of ``self.layers`` (or an alias of
@@ -445,8 +445,11 @@ class MethodScan:
         """Calls on local names bound to pieces of self, read as the chains they stand for
         (``m = self.enc; m.encode(x)`` is ``self.enc.encode(x)``)."""
         for call, name, steps, show, self.fixed_guards in self.local_calls:
+            bound = self.bindings.get(name)
+            if not bound:  # most: ``x.view(...)``, ``torch.cat(...)``
+                continue
             text = show(render_chain(name, steps))
-            for kind, attr in self.bindings.get(name, ()):
+            for kind, attr in bound:
                 if kind == "this":
                     self.classify_self_chain(call, steps, show, f"{text} with {name} = self")
                 elif kind == "attr":
@@ -544,6 +547,11 @@ class MethodScan:
             elif kind is not ast.Lambda and kind not in LEAVES:
                 stack.extend(child_nodes(node))
         return found
+
+
+def _called(text: str) -> str:
+    """How a call of ``text`` is shown."""
+    return text + "(...)"
 
 
 def _run_target(call: ast.Call) -> Optional[ast.expr]:

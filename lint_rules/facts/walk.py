@@ -163,17 +163,27 @@ def nested_statements(stmt: ast.AST) -> Iterator[Sequence[ast.stmt]]:
 
 
 def split_chain(expr: ast.expr) -> Chain:
+    """``self.a[0].b`` as ``(self, ("a", None, "b"))`` (kept on the node: the collectors and the
+    replays of a function's body split the same chains again; half the calls split a bare name)."""
+    kind = type(expr)
+    if kind is not ast.Attribute and kind is not ast.Subscript:
+        return expr, ()
+    found = expr.__dict__.get("_fwd_chain")
+    if found is not None:
+        return found
     steps: list[Optional[str]] = []
+    root = expr
     while True:
-        kind = type(expr)
+        kind = type(root)
         if kind is ast.Attribute:
-            steps.append(expr.attr)
-            expr = expr.value
+            steps.append(root.attr)  # type: ignore[attr-defined]
+            root = root.value  # type: ignore[attr-defined]
         elif kind is ast.Subscript:
             steps.append(None)
-            expr = expr.value
+            root = root.value  # type: ignore[attr-defined]
         else:
-            return expr, tuple(reversed(steps))
+            found = expr.__dict__["_fwd_chain"] = (root, tuple(reversed(steps)))
+            return found
 
 
 def dotted_name(expr: Optional[ast.expr]) -> Optional[str]:
