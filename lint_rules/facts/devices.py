@@ -18,6 +18,12 @@ from lint_rules.facts.names import Names
 from lint_rules.facts.walk import call_args, dotted_name, string_value
 from lint_rules.vocabulary import EMPTY_INIT
 
+#: How a file spells the meta device wherever it names it: a string literal (``torch.device('meta')``,
+#: a variable or a default holds one too). ``metadata`` is not it.
+META_TEXTS = ('"meta"', "'meta'")
+#: What a file must hold for ``init_context`` to find anything in it (the collectors' text tests).
+INIT_CONTEXT_TEXTS = (*META_TEXTS, "init_module", EMPTY_INIT)
+
 
 def is_meta(expr: ast.expr, names: Names) -> bool:
     """``"meta"`` or ``torch.device("meta")`` (also ``torch.device(type="meta")``)."""

@@ -22,11 +22,11 @@ import ast
 from dataclasses import dataclass
 from typing import Any, Optional
 
-from lint_rules.facts.devices import init_context
+from lint_rules.facts.devices import INIT_CONTEXT_TEXTS, init_context
 from lint_rules.facts.model import COMPILE, InitCall
 from lint_rules.facts.traversal import Collector, Scope
 from lint_rules.facts.walk import DEFINITIONS, LEAVES, arg_slots, call_args, child_nodes, dotted_name
-from lint_rules.vocabulary import EMPTY_INIT, INIT_METHODS  # what a chain from a construction starts with
+from lint_rules.vocabulary import INIT_METHODS  # what a chain from a construction starts with
 
 
 @dataclass
@@ -65,9 +65,8 @@ class InitContexts(Collector):
     def __init__(self, walk: Any) -> None:
         super().__init__(walk)
         self.compiles = "compile" in walk.source
-        # Every init context names itself in the text ("meta", ``init_module``, ``_EmptyInit``): a
-        # file with none of them has no context to read in its assignments and ``with`` blocks.
-        self.contextual = any(word in walk.source for word in ("meta", "init_module", EMPTY_INIT))
+        # a file that names no init context has none to read in its assignments and ``with`` blocks
+        self.contextual = any(word in walk.source for word in INIT_CONTEXT_TEXTS)
         self.compiled: list[str] = []
         self.locals: dict[ast.AST, set[str]] = {}  # function -> local names bound to torch.compile
         self.calls: list[_Call] = []

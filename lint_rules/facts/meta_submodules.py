@@ -35,7 +35,7 @@ import ast
 from dataclasses import dataclass
 from typing import Any, Optional
 
-from lint_rules.facts.devices import is_meta
+from lint_rules.facts.devices import META_TEXTS, is_meta
 from lint_rules.facts.model import MetaSubmodule
 from lint_rules.facts.traversal import Collector, Scope
 from lint_rules.facts.walk import (DEFINITIONS, FUNCTIONS, call_args, dotted_name, is_constant, nested_statements,
@@ -46,11 +46,9 @@ Meta = tuple[str, str]  # (how it got on meta, as shown; what: a class reference
 #: ``self.<attr>.<method>(value)``: the container methods that register their argument(s) (torch 2.13
 #: ``ModuleList.append/extend/insert``, ``ModuleDict.update``; ``Sequential.append``).
 _CONTAINER_ADDS = frozenset({"append", "extend", "insert", "update"})
-#: What a file must spell out to put anything on meta: the device as a string literal (every other
-#: spelling, a variable, a default, ``torch.device(...)``, holds one), or accelerate's context,
-#: which names no device. ``metadata`` and ``parametrize`` are no reason to walk a file. (Substring
-#: tests: one regular expression of these costs more than the walk it saves.)
-_TRIGGERS = ('"meta"', "'meta'", *sorted(ACCELERATE_META_CONTEXTS))
+#: What a file must spell out to put anything on meta: the device, or accelerate's context, which
+#: names no device. (Substring tests: one regular expression of these costs more than the walk it saves.)
+_TRIGGERS = (*META_TEXTS, *sorted(ACCELERATE_META_CONTEXTS))
 #: Statements holding blocks (their simple statements are inside a ``with`` around them).
 _COMPOUND = (ast.If, ast.For, ast.AsyncFor, ast.While, ast.With, ast.AsyncWith, ast.Try, ast.Match,
              *((ast.TryStar,) if hasattr(ast, "TryStar") else ()))
